@@ -1,0 +1,57 @@
+"""The subscriber registry: how the rest of Taskdeck hears about task changes.
+
+`a2a` imports nobody; others (the AG-UI projector, the runtime, streams) register here in
+their AppConfig.ready(). Two phases, per rule 3 of ARCHITECTURE.md:
+
+- in-transaction subscribers run inside the writer's transaction, so what they write commits
+  or rolls back with the change (the projection's view rows);
+- on-commit subscribers run after the commit and only then (fan-out to sockets and streams,
+  enqueuing work). A rolled-back change reaches none of them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from django.db import transaction
+
+if TYPE_CHECKING:
+    from a2a.models import TaskEvent
+
+log = logging.getLogger(__name__)
+
+Subscriber = Callable[["TaskEvent"], None]
+_in_transaction: list[Subscriber] = []
+_on_commit: list[Subscriber] = []
+
+
+def subscribe(fn: Subscriber, *, on_commit: bool = False) -> Subscriber:
+    """Register `fn`; registering the same function twice is a no-op (ready() may rerun)."""
+    target = _on_commit if on_commit else _in_transaction
+    if fn not in target:
+        target.append(fn)
+    return fn
+
+
+def unsubscribe(fn: Subscriber) -> None:
+    for target in (_in_transaction, _on_commit):
+        if fn in target:
+            target.remove(fn)
+
+
+def publish(event: TaskEvent) -> None:
+    """Called by services right after appending `event`, inside their transaction."""
+    for fn in list(_in_transaction):
+        fn(event)  # an error here rolls the change back: the projection must not drift
+    if _on_commit:
+        transaction.on_commit(lambda: _deliver(event))
+
+
+def _deliver(event: TaskEvent) -> None:
+    for fn in list(_on_commit):
+        try:
+            fn(event)
+        except Exception:  # one broken listener must not starve the others
+            log.exception("on-commit subscriber %r failed for event %s", fn, event.pk)

@@ -1,0 +1,156 @@
+"""Structured input requests and the validation of their answers (PROTOCOL.md §3).
+
+An agent asks with a DataPart {type: "a2a.input.request", requestId, title?, description?,
+fields?, metadata?}; the answer is a DataPart {type: "a2a.input.response", requestId,
+values, metadata?}. Answers are validated here *before* the task moves back to work, so a
+bad answer is refused and the task keeps waiting (Prefect's failure mode is the one to avoid).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from a2a.validation import ValidationFailed, is_int, is_number
+
+REQUEST_TYPE = "a2a.input.request"
+RESPONSE_TYPE = "a2a.input.response"
+FIELD_TYPES = ("string", "text", "number", "integer", "boolean", "enum", "approval")
+APPROVAL_DECISIONS = ("approve", "reject")
+_FIELD_KEYS = {"name", "label", "type", "required", "options", "default", "help"}
+_REQUEST_KEYS = {"type", "requestId", "title", "description", "fields", "metadata"}
+MAX_TEXT = 20_000
+
+
+def _check_value(field: dict[str, Any], value: Any) -> tuple[Any, str | None]:
+    """(cleaned value, error message or None) for one field."""
+    kind = field["type"]
+    if kind in ("string", "text"):
+        if not isinstance(value, str):
+            return None, "must be a string"
+        if kind == "string" and "\n" in value:
+            return None, "must be a single line"
+        if len(value) > MAX_TEXT:
+            return None, f"must be at most {MAX_TEXT} characters"
+        return value, None
+    if kind == "number":
+        return (value, None) if is_number(value) else (None, "must be a number")
+    if kind == "integer":
+        return (value, None) if is_int(value) else (None, "must be an integer")
+    if kind == "boolean":
+        return (value, None) if isinstance(value, bool) else (None, "must be true or false")
+    if kind == "enum":
+        options = field.get("options") or []
+        if value not in options:
+            return None, "must be one of: " + ", ".join(map(str, options))
+        return value, None
+    # approval: "approve" | "reject" | {"decision": ..., "comment"?: str}
+    if isinstance(value, str):
+        value = {"decision": value}
+    if not isinstance(value, dict) or set(value) - {"decision", "comment"}:
+        return None, 'must be "approve", "reject" or {"decision", "comment"}'
+    if value.get("decision") not in APPROVAL_DECISIONS:
+        return None, 'decision must be "approve" or "reject"'
+    comment = value.get("comment", "")
+    if not isinstance(comment, str) or len(comment) > MAX_TEXT:
+        return None, "comment must be a string"
+    return {"decision": value["decision"], "comment": comment}, None
+
+
+def parse_request(raw: Any) -> dict[str, Any]:
+    """Validate an agent's input request; return its canonical form."""
+    if not isinstance(raw, dict):
+        raise ValidationFailed({"": ["must be an object"]})
+    errors: dict[str, list[str]] = {}
+    for key in sorted(set(raw) - _REQUEST_KEYS):
+        errors[key] = ["unknown field"]
+    if not isinstance(raw.get("requestId"), str) or not raw.get("requestId"):
+        errors["requestId"] = ["must be a non-empty string"]
+    for key in ("title", "description"):
+        if key in raw and not isinstance(raw[key], str):
+            errors[key] = ["must be a string"]
+    fields = raw.get("fields", [])
+    if not isinstance(fields, list):
+        errors["fields"] = ["must be a list"]
+        fields = []
+    seen: set[str] = set()
+    clean_fields = []
+    for i, f in enumerate(fields):
+        p = f"fields.{i}"
+        if not isinstance(f, dict):
+            errors[p] = ["must be an object"]
+            continue
+        for key in sorted(set(f) - _FIELD_KEYS):
+            errors[f"{p}.{key}"] = ["unknown field"]
+        name = f.get("name")
+        if not isinstance(name, str) or not name:
+            errors[f"{p}.name"] = ["must be a non-empty string"]
+        elif name in seen:
+            errors[f"{p}.name"] = ["duplicate field name"]
+        else:
+            seen.add(name)
+        if f.get("type") not in FIELD_TYPES:
+            errors[f"{p}.type"] = ["must be one of: " + ", ".join(FIELD_TYPES)]
+        if f.get("type") == "enum" and (
+            not isinstance(f.get("options"), list) or not f.get("options")
+        ):
+            errors[f"{p}.options"] = ["an enum field needs a non-empty list of options"]
+        if "required" in f and not isinstance(f["required"], bool):
+            errors[f"{p}.required"] = ["must be true or false"]
+        if not any(k.startswith(p) for k in errors) and "default" in f:
+            _, err = _check_value(f, f["default"])
+            if err:
+                errors[f"{p}.default"] = [err]
+        clean_fields.append(f)
+    if errors:
+        raise ValidationFailed(errors)
+    out = {k: v for k, v in raw.items() if k in _REQUEST_KEYS}
+    out["type"] = REQUEST_TYPE
+    out["fields"] = clean_fields
+    return out
+
+
+def validate_values(request: dict[str, Any], values: Any) -> dict[str, Any]:
+    """Check an answer's `values` against the request's fields; return cleaned values
+    (defaults filled in). Paths in errors are `values.<field>`."""
+    if not isinstance(values, dict):
+        raise ValidationFailed({"values": ["must be an object of field name: value"]})
+    fields = {f["name"]: f for f in request.get("fields") or []}
+    errors: dict[str, list[str]] = {}
+    cleaned: dict[str, Any] = {}
+    if fields:
+        for key in sorted(set(values) - set(fields)):
+            errors[f"values.{key}"] = ["unknown field"]
+    else:
+        cleaned.update(values)  # a request without fields takes any values
+    for name, field in fields.items():
+        if name not in values or values[name] is None or values[name] == "":
+            if "default" in field:
+                cleaned[name] = field["default"]
+            elif field.get("required"):
+                errors[f"values.{name}"] = ["this field is required"]
+            continue
+        value, err = _check_value(field, values[name])
+        if err:
+            errors[f"values.{name}"] = [err]
+        else:
+            cleaned[name] = value
+    if errors:
+        raise ValidationFailed(errors)
+    return cleaned
+
+
+def find_data_part(parts: list[dict[str, Any]], type_: str) -> dict[str, Any] | None:
+    """The data of the first DataPart whose data.type is `type_`."""
+    for part in parts:
+        data = part.get("data") if part.get("kind") == "data" else None
+        if isinstance(data, dict) and data.get("type") == type_:
+            return data
+    return None
+
+
+def decision_of(request: dict[str, Any], values: dict[str, Any]) -> str:
+    """ "approved" / "rejected" when the request holds an approval field, else "provided"."""
+    for field in request.get("fields") or []:
+        if field.get("type") == "approval" and isinstance(values.get(field["name"]), dict):
+            return "approved" if values[field["name"]]["decision"] == "approve" else "rejected"
+    return "provided"

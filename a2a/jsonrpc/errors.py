@@ -1,0 +1,97 @@
+"""JSON-RPC error codes (PROTOCOL.md §2) and the mapping from domain errors to them.
+
+`error.data` explains in words and names fields; it never carries a traceback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from a2a.errors import NotAllowedNow, StaleHandle, TaskNotFound, refusal_hint
+from a2a.lifecycle import Action, Dialect, TransitionRefused
+from a2a.validation import ValidationFailed
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+TASK_NOT_FOUND = -32001
+TASK_NOT_CANCELABLE = -32002
+UNSUPPORTED_OPERATION = -32004
+NOT_PAUSABLE = -32011
+STALE_HANDLE = -32012
+NOT_PAUSED = -32013
+BINDU_NOT_PAUSABLE = -32040
+BINDU_NOT_RESUMABLE = -32041
+
+MESSAGES = {
+    PARSE_ERROR: "Parse error",
+    INVALID_REQUEST: "Invalid request",
+    METHOD_NOT_FOUND: "Method not found",
+    INVALID_PARAMS: "Invalid params",
+    INTERNAL_ERROR: "Internal error",
+    TASK_NOT_FOUND: "Task not found",
+    TASK_NOT_CANCELABLE: "Task cannot be canceled",
+    UNSUPPORTED_OPERATION: "This operation is not supported now",
+    NOT_PAUSABLE: "Task cannot be paused in its current state",
+    STALE_HANDLE: "Resume handle does not match the current suspension",
+    NOT_PAUSED: "Task is not paused",
+    BINDU_NOT_PAUSABLE: "Task not pausable",
+    BINDU_NOT_RESUMABLE: "Task not resumable",
+}
+
+
+@dataclass
+class JsonRpcError(Exception):
+    code: int
+    detail: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+    http_status: int = 200
+
+    @property
+    def message(self) -> str:
+        return MESSAGES.get(self.code, "Error")
+
+    def as_dict(self) -> dict[str, Any]:
+        data = {"detail": self.detail, **self.data} if self.detail else dict(self.data)
+        out: dict[str, Any] = {"code": self.code, "message": self.message}
+        if data:
+            out["data"] = data
+        return out
+
+
+def invalid_params(errors: dict[str, list[str]]) -> JsonRpcError:
+    first, msgs = next(iter(errors.items()))
+    return JsonRpcError(
+        INVALID_PARAMS, f"{first}: {msgs[0]}" if first else msgs[0], {"errors": errors}
+    )
+
+
+def _refused(exc: TransitionRefused) -> int:
+    bindu = exc.dialect is Dialect.BINDU
+    if exc.action is Action.PAUSE:
+        return BINDU_NOT_PAUSABLE if bindu else NOT_PAUSABLE
+    if exc.action is Action.PARK:
+        return NOT_PAUSABLE
+    if exc.action is Action.RESUME:
+        return BINDU_NOT_RESUMABLE if bindu else NOT_PAUSED
+    if exc.action is Action.CANCEL:
+        return TASK_NOT_CANCELABLE
+    return UNSUPPORTED_OPERATION
+
+
+def from_domain(exc: Exception) -> JsonRpcError | None:
+    """The wire error for a domain error, or None for an unexpected exception."""
+    if isinstance(exc, TaskNotFound):
+        return JsonRpcError(TASK_NOT_FOUND, str(exc), {"taskId": exc.task_id})
+    if isinstance(exc, TransitionRefused):
+        return JsonRpcError(_refused(exc), refusal_hint(exc), {"state": exc.state.value})
+    if isinstance(exc, StaleHandle):
+        return JsonRpcError(STALE_HANDLE, str(exc), {"handle": exc.given})
+    if isinstance(exc, NotAllowedNow):
+        return JsonRpcError(UNSUPPORTED_OPERATION, str(exc), {"state": exc.state.value})
+    if isinstance(exc, ValidationFailed):
+        return invalid_params(exc.errors)
+    return None

@@ -1,0 +1,172 @@
+"""The method table: each JSON-RPC method's params serializer, scope and handler.
+
+Handlers take validated params and the call's context, call `a2a.services` / selectors,
+and return wire dicts. Domain errors propagate; the view maps them to codes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from rest_framework import serializers
+
+from a2a import selectors, services
+from a2a.errors import TaskNotFound, ValidationFailed
+from a2a.lifecycle import Dialect
+from a2a.models import Task
+
+from . import params as p
+from . import wire
+from .auth import Principal
+
+
+@dataclass(frozen=True)
+class Call:
+    principal: Principal
+    dialect: Dialect
+
+    @property
+    def actor(self) -> services.Actor:
+        return self.principal.actor
+
+
+@dataclass(frozen=True)
+class Method:
+    handler: Callable[[dict[str, Any], Call], Any]
+    params: type[serializers.Serializer]
+    scope: str
+
+
+def _task_dict(task_id: str, call: Call, history_length: int | None = None) -> dict:
+    return wire.task(selectors.get_task(task_id, history_length=history_length), call.dialect)
+
+
+def _skill(params_meta: dict, message_meta: dict) -> str:
+    cfg = settings.TASKDECK
+    skills = {s["id"] for s in cfg["SKILLS"]}
+    for where, meta in (("metadata.skill", params_meta), ("message.metadata.skill", message_meta)):
+        if "skill" in meta:
+            if meta["skill"] not in skills:
+                raise ValidationFailed(
+                    {where: [f"unknown skill; this agent offers: {', '.join(sorted(skills))}"]}
+                )
+            return meta["skill"]
+    return cfg["DEFAULT_SKILL"]
+
+
+def send_message(params: dict, call: Call) -> dict:
+    msg = params["message"]
+    incoming = services.IncomingMessage(
+        message_id=msg["messageId"],
+        parts=msg["parts"],
+        role="user",
+        metadata=msg["metadata"],
+        reference_task_ids=msg["referenceTaskIds"],
+    )
+    history_length = params.get("configuration", {}).get("historyLength")
+    if msg.get("taskId"):
+        task_id = msg["taskId"]
+        context_id = Task.objects.filter(pk=task_id).values_list("context_id", flat=True).first()
+        if context_id is None:
+            raise TaskNotFound(task_id)
+        if msg.get("contextId") and msg["contextId"] != context_id:
+            raise ValidationFailed({"message.contextId": ["does not match the task's contextId"]})
+        services.add_message(task_id, incoming, actor=call.actor)
+    else:
+        for ref in msg["referenceTaskIds"]:
+            if not Task.objects.filter(pk=ref).exists():
+                raise ValidationFailed({"message.referenceTaskIds": [f"unknown task {ref!r}"]})
+        task_id = services.create_task(
+            incoming,
+            actor=call.actor,
+            skill=_skill(params["metadata"], msg["metadata"]),
+            context_id=msg.get("contextId"),
+            metadata=params["metadata"],
+        ).id
+    return _task_dict(task_id, call, history_length)
+
+
+def get_task(params: dict, call: Call) -> dict:
+    return _task_dict(params["task"], call, params.get("historyLength"))
+
+
+def list_tasks(params: dict, call: Call) -> dict:
+    page = selectors.list_tasks(
+        state=params.get("state") or params.get("status"),
+        context_id=params.get("contextId"),
+        page_size=params["pageSize"],
+        page_token=params["pageToken"],
+        history_length=params["historyLength"],
+        include_artifacts=params["includeArtifacts"],
+        updated_after=params.get("lastUpdatedAfter"),
+    )
+    return {
+        "tasks": [
+            wire.task(v, call.dialect, history=params["historyLength"] > 0) for v in page.tasks
+        ],
+        "nextPageToken": page.next_page_token,
+        "pageSize": page.page_size,
+        "totalSize": page.total_size,
+    }
+
+
+def cancel_task(params: dict, call: Call) -> dict:
+    services.cancel_task(params["task"], actor=call.actor, reason=params.get("reason", ""))
+    return _task_dict(params["task"], call)
+
+
+def pause_task(params: dict, call: Call) -> dict:
+    outcome = services.pause_task(
+        params["task"],
+        actor=call.actor,
+        reason=params["reason"],
+        mode=params["mode"],
+        resume_when=params.get("resumeWhen"),
+        metadata=params["metadata"],
+        dialect=call.dialect,
+    )
+    if call.dialect is Dialect.BINDU:
+        return _task_dict(params["task"], call)
+    return wire.pause_result(outcome.task, outcome.suspension)
+
+
+def await_resumption(params: dict, call: Call) -> dict:
+    outcome = services.park_task(
+        params["task"],
+        actor=call.actor,
+        reason=params["reason"],
+        conditions=params.get("conditions"),
+        summary=params["summary"],
+        metadata=params["metadata"],
+    )
+    return wire.pause_result(outcome.task, outcome.suspension, agent=True)
+
+
+def resume_task(params: dict, call: Call) -> dict:
+    outcome = services.resume_task(
+        params["task"],
+        actor=call.actor,
+        handle=params.get("handle"),
+        resume_input=params.get("input"),
+        continue_transcript=params["continueTranscript"],
+        dialect=call.dialect,
+    )
+    if call.dialect is Dialect.BINDU:
+        out = _task_dict(params["task"], call)
+        out["status"]["state"] = wire.BINDU_RESUMED
+        return out
+    return wire.resume_result(outcome.task, outcome.suspension, outcome.previous_state)
+
+
+METHODS: dict[str, Method] = {
+    "message/send": Method(send_message, p.MessageSendParams, "write"),
+    "tasks/get": Method(get_task, p.TaskQueryParams, "read"),
+    "tasks/list": Method(list_tasks, p.TaskListParams, "read"),
+    "tasks/cancel": Method(cancel_task, p.TaskIdParams, "write"),
+    "tasks/pause": Method(pause_task, p.PauseParams, "write"),
+    "tasks/resume": Method(resume_task, p.ResumeParams, "write"),
+    "tasks/await_resumption": Method(await_resumption, p.AwaitResumptionParams, "agent"),
+}

@@ -1,0 +1,215 @@
+"""The A2A task model and nothing else.
+
+Rows are written only by `a2a.services` (rule 1 of ARCHITECTURE.md). History rows
+(Message, Suspension, TaskEvent) are appended, never rewritten, except a Suspension's
+"how it ended" columns, which are filled exactly once.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+
+from a2a.lifecycle import State
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def new_handle() -> str:
+    return f"suspend-{uuid.uuid4()}"
+
+
+class Task(models.Model):
+    """One A2A task. `version` grows by one with every change, so readers can tell
+    whether what they hold is current without comparing every field."""
+
+    id = models.CharField(primary_key=True, max_length=64, default=new_id, editable=False)
+    context_id = models.CharField(max_length=128, db_index=True)
+    skill = models.CharField(max_length=64, blank=True, default="")
+    state = models.CharField(
+        max_length=24, choices=[(s.value, s.value) for s in State], default=State.SUBMITTED
+    )
+    status_message = models.ForeignKey(
+        "Message", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    status_timestamp = models.DateTimeField()
+    metadata = models.JSONField(default=dict, blank=True)
+    # The open input request (PROTOCOL.md §3) answers are validated against; null otherwise.
+    input_request = models.JSONField(null=True, blank=True)
+    input_request_count = models.PositiveIntegerField(default=0)
+    current_suspension = models.ForeignKey(
+        "Suspension", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    version = models.PositiveIntegerField(default=1)
+    created_by = models.CharField(max_length=150, blank=True, default="")
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["state", "-updated_at"], name="task_state_updated"),
+            models.Index(fields=["-updated_at", "-id"], name="task_updated_id"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} ({self.state})"
+
+
+class Message(models.Model):
+    """A message of a task's history, in arrival order (`seq` counts per task)."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="messages")
+    seq = models.PositiveIntegerField()
+    message_id = models.CharField(max_length=128)
+    role = models.CharField(max_length=8, choices=[("user", "user"), ("agent", "agent")])
+    parts = models.JSONField()
+    metadata = models.JSONField(default=dict, blank=True)
+    reference_task_ids = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["task", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "seq"], name="message_task_seq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role} message {self.message_id}"
+
+
+class Artifact(models.Model):
+    """An output of a task. Appending to an artifact with the same `artifact_id` extends it."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="artifacts")
+    seq = models.PositiveIntegerField()
+    artifact_id = models.CharField(max_length=128)
+    name = models.CharField(max_length=200, blank=True, default="")
+    description = models.TextField(blank=True, default="")
+    parts = models.JSONField()
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["task", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "artifact_id"], name="artifact_task_id"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name or self.artifact_id
+
+
+class Suspension(models.Model):
+    """One pause of one task: who paused it, why, until when; then how it ended.
+
+    A row per pause, never overwritten, so the whole pause history of a task stays readable.
+    """
+
+    class Initiator(models.TextChoices):
+        CLIENT = "client"
+        AGENT = "agent"
+
+    class Mode(models.TextChoices):
+        FINISH_STEP = "finish_step"
+        INTERRUPT_IMMEDIATE = "interrupt_immediate"
+        WAIT_FOR_COMPLETION = "wait_for_completion"
+
+    class Cause(models.TextChoices):
+        EXPLICIT_RESUME = "explicit_resume"
+        CONDITION_FIRED = "condition_fired"
+        TIMEOUT = "timeout"
+        EXTERNAL_EVENT = "external_event"
+
+    class Ending(models.TextChoices):
+        RESUMED = "resumed"
+        CANCELED = "canceled"
+        TIMED_OUT = "timed_out"  # onTimeout: fail
+        SUPERSEDED = "superseded"  # an operator hold replaced an agent's park
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="suspensions")
+    handle = models.CharField(max_length=80, unique=True, default=new_handle, editable=False)
+    initiator = models.CharField(max_length=8, choices=Initiator.choices)
+    dialect = models.CharField(max_length=8, default="rfc")
+    reason = models.TextField(blank=True, default="")
+    mode = models.CharField(max_length=24, choices=Mode.choices, blank=True, default="")
+    conditions = models.JSONField(null=True, blank=True)
+    summary = models.TextField(blank=True, default="")
+    deadline = models.DateTimeField(null=True, blank=True, db_index=True)
+    paused_from = models.CharField(max_length=24)
+    requested_by = models.CharField(max_length=150)
+    metadata = models.JSONField(default=dict, blank=True)
+    suspended_at = models.DateTimeField()
+    # How it ended: filled once.
+    ending = models.CharField(max_length=12, choices=Ending.choices, blank=True, default="")
+    ended_at = models.DateTimeField(null=True, blank=True)
+    ended_by = models.CharField(max_length=150, blank=True, default="")
+    cause = models.CharField(max_length=20, choices=Cause.choices, blank=True, default="")
+    had_resume_input = models.BooleanField(null=True)
+    resume_input = models.JSONField(null=True, blank=True)
+    continue_transcript = models.BooleanField(null=True)
+    resumed_to = models.CharField(max_length=24, blank=True, default="")
+
+    class Meta:
+        ordering = ["task", "suspended_at", "id"]
+
+    def __str__(self) -> str:
+        return self.handle
+
+    @property
+    def is_open(self) -> bool:
+        return self.ended_at is None
+
+
+class TaskEvent(models.Model):
+    """Append-only log of every change to every task: the audit trail and the stream cursor.
+
+    `id` orders events globally; within one task the order is also commit order, because
+    every writer holds the task's row lock while it appends.
+    """
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="events")
+    kind = models.CharField(max_length=32, db_index=True)
+    from_state = models.CharField(max_length=24, blank=True, default="")
+    to_state = models.CharField(max_length=24, blank=True, default="")
+    actor = models.CharField(max_length=150)
+    reason = models.TextField(blank=True, default="")
+    data = models.JSONField(default=dict, blank=True)
+    task_version = models.PositiveIntegerField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["task", "id"], name="event_task_id")]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.kind} {self.task_id}"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None and not kwargs.get("force_insert"):
+            raise ValueError("TaskEvent is append-only")
+        super().save(*args, **kwargs)
+
+
+class ApiKey(models.Model):
+    """A bearer credential for the JSON-RPC API. Only a SHA-256 digest of the secret is
+    stored; the secret is shown once, when the key is created."""
+
+    class Scope(models.TextChoices):
+        READ = "read"
+        WRITE = "write"
+        AGENT = "agent"
+
+    name = models.CharField(max_length=100, unique=True)
+    prefix = models.CharField(max_length=16, unique=True)
+    digest = models.CharField(max_length=64)
+    scopes = models.JSONField(default=list)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"

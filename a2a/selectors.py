@@ -1,0 +1,123 @@
+"""Reads (HackSoft's "selectors"): tasks with their history, artifacts and open suspension,
+in a constant number of queries whatever the history length or page size (rule 6)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db.models import F, Prefetch, Q, Window
+from django.db.models.functions import RowNumber
+
+from a2a.errors import TaskNotFound, ValidationFailed
+from a2a.models import Artifact, Message, Task
+
+
+@dataclass
+class TaskView:
+    """A task and what a reader needs of it; `history` is oldest first."""
+
+    task: Task
+    history: list[Message] = field(default_factory=list)
+    artifacts: list[Artifact] = field(default_factory=list)
+
+
+def _recent_messages(history_length: int | None):
+    """Messages of each task, the newest `history_length` only (a window function keeps
+    it to one query for any number of tasks)."""
+    qs = Message.objects.all()
+    if history_length is not None:
+        qs = qs.annotate(
+            _rank=Window(RowNumber(), partition_by=[F("task_id")], order_by=F("seq").desc())
+        ).filter(_rank__lte=history_length)
+    return qs.order_by("task_id", "seq")
+
+
+def _base(history_length: int | None, include_artifacts: bool = True):
+    qs = Task.objects.select_related("current_suspension", "status_message")
+    if history_length != 0:
+        qs = qs.prefetch_related(
+            Prefetch("messages", queryset=_recent_messages(history_length), to_attr="_history")
+        )
+    if include_artifacts:
+        qs = qs.prefetch_related(
+            Prefetch("artifacts", queryset=Artifact.objects.order_by("seq"), to_attr="_artifacts")
+        )
+    return qs
+
+
+def _view(task: Task) -> TaskView:
+    return TaskView(
+        task=task,
+        history=list(getattr(task, "_history", [])),
+        artifacts=list(getattr(task, "_artifacts", [])),
+    )
+
+
+def get_task(task_id: str, *, history_length: int | None = None) -> TaskView:
+    """One task; `history_length=None` means the whole history. Three queries at most."""
+    try:
+        task = _base(history_length).get(pk=task_id)
+    except (Task.DoesNotExist, ValueError, TypeError):
+        raise TaskNotFound(str(task_id)) from None
+    return _view(task)
+
+
+@dataclass
+class TaskPage:
+    tasks: list[TaskView]
+    next_page_token: str
+    page_size: int
+    total_size: int
+
+
+def _encode_token(task: Task) -> str:
+    raw = json.dumps([task.updated_at.isoformat(), task.id]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_token(token: str) -> tuple[datetime, str]:
+    try:
+        padded = token + "=" * (-len(token) % 4)
+        stamp, task_id = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        return datetime.fromisoformat(stamp), str(task_id)
+    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError):
+        raise ValidationFailed({"pageToken": ["is not a token this server issued"]}) from None
+
+
+def list_tasks(
+    *,
+    state: str | None = None,
+    context_id: str | None = None,
+    page_size: int = 50,
+    page_token: str = "",
+    history_length: int | None = 0,
+    include_artifacts: bool = False,
+    updated_after: datetime | None = None,
+) -> TaskPage:
+    """Tasks, most recently updated first, a page at a time (keyset pagination on
+    (updated_at, id), so pages stay stable while rows are added). Four queries at most."""
+    filters = Q()
+    if state:
+        filters &= Q(state=state)
+    if context_id:
+        filters &= Q(context_id=context_id)
+    if updated_after:
+        filters &= Q(updated_at__gt=updated_after)
+    qs = _base(history_length, include_artifacts).filter(filters)
+    total = Task.objects.filter(filters).count()
+    if page_token:
+        stamp, last_id = _decode_token(page_token)
+        qs = qs.filter(Q(updated_at__lt=stamp) | Q(updated_at=stamp, id__lt=last_id))
+    rows = list(qs.order_by("-updated_at", "-id")[: page_size + 1])
+    more = len(rows) > page_size
+    rows = rows[:page_size]
+    return TaskPage(
+        tasks=[_view(t) for t in rows],
+        next_page_token=_encode_token(rows[-1]) if more else "",
+        page_size=page_size,
+        total_size=total,
+    )

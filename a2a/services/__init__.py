@@ -1,0 +1,51 @@
+"""The only code that changes a task (rule 1 of ARCHITECTURE.md).
+
+One function per action. Each runs in `transaction.atomic()`, locks the task row, asks
+`a2a.lifecycle` whether the move is allowed, writes, appends its TaskEvent and publishes it.
+JSON-RPC, the dashboard, the AG-UI bridge, the runtime and the scheduler all call these,
+so they all get the same rules and the same errors.
+"""
+
+from a2a.services._core import SCHEDULER, SYSTEM, Actor, IncomingMessage
+from a2a.services.inputs import provide_input, request_input
+from a2a.services.pausing import (
+    PauseOutcome,
+    ResumeOutcome,
+    expire_suspension,
+    park_task,
+    pause_task,
+    resume_task,
+)
+from a2a.services.tasks import (
+    add_artifact,
+    add_message,
+    cancel_task,
+    complete_task,
+    create_task,
+    fail_task,
+    reject_task,
+    start_task,
+)
+
+__all__ = [
+    "SCHEDULER",
+    "SYSTEM",
+    "Actor",
+    "IncomingMessage",
+    "PauseOutcome",
+    "ResumeOutcome",
+    "add_artifact",
+    "add_message",
+    "cancel_task",
+    "complete_task",
+    "create_task",
+    "expire_suspension",
+    "fail_task",
+    "park_task",
+    "pause_task",
+    "provide_input",
+    "reject_task",
+    "request_input",
+    "resume_task",
+    "start_task",
+]

@@ -1,0 +1,115 @@
+"""What every service shares: who acts, locking a task, and recording a change.
+
+A service is `with transaction.atomic(): task = lock(id); move = lifecycle.move(...);
+write; record(...)`. `record` bumps the task's version, appends the TaskEvent and
+publishes it (in-transaction subscribers now, on-commit ones after the commit).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.utils import timezone
+
+from a2a import events
+from a2a.errors import TaskNotFound
+from a2a.models import Message, Task, TaskEvent
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who asked for a change: an operator, an API client, an agent, the scheduler…
+
+    Recorded on every TaskEvent and suspension as `kind:name`.
+    """
+
+    kind: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.name}"
+
+
+SYSTEM = Actor("system", "taskdeck")
+SCHEDULER = Actor("scheduler", "taskdeck")
+
+
+@dataclass(frozen=True)
+class IncomingMessage:
+    """A message as the core sees it, already validated by a transport."""
+
+    message_id: str
+    parts: list[dict[str, Any]]
+    role: str = "user"
+    metadata: dict[str, Any] = field(default_factory=dict)
+    reference_task_ids: list[str] = field(default_factory=list)
+
+
+def now() -> datetime:
+    return timezone.now()
+
+
+def lock(task_id: str) -> Task:
+    """The task, row-locked until the transaction ends (a no-op on SQLite, where the
+    IMMEDIATE transaction already holds the database's write lock)."""
+    try:
+        return Task.objects.select_for_update().get(pk=task_id)
+    except (Task.DoesNotExist, ValueError, TypeError):
+        raise TaskNotFound(str(task_id)) from None
+
+
+def append_message(task: Task, msg: IncomingMessage, at: datetime) -> Message:
+    seq = (task.messages.order_by("-seq").values_list("seq", flat=True).first() or 0) + 1
+    return Message.objects.create(
+        task=task,
+        seq=seq,
+        message_id=msg.message_id,
+        role=msg.role,
+        parts=msg.parts,
+        metadata=msg.metadata,
+        reference_task_ids=msg.reference_task_ids,
+        created_at=at,
+    )
+
+
+def record(
+    task: Task,
+    kind: str,
+    actor: Actor,
+    at: datetime,
+    *,
+    from_state: str | None = None,
+    reason: str = "",
+    data: dict[str, Any] | None = None,
+    fields: tuple[str, ...] = (),
+) -> TaskEvent:
+    """Save `fields` of `task` with a new version and append + publish the event.
+
+    Pass `from_state` (the state left, "" for a new task) when the state changed."""
+    task.version += 1
+    task.updated_at = at
+    task.save(update_fields=["version", "updated_at", *fields])
+    event = TaskEvent.objects.create(
+        task=task,
+        kind=kind,
+        from_state=from_state or "",
+        to_state=task.state if from_state is not None else "",
+        actor=str(actor),
+        reason=reason,
+        data=data or {},
+        task_version=task.version,
+        created_at=at,
+    )
+    event.task = task  # subscribers read the locked, current row without a query
+    events.publish(event)
+    return event
+
+
+def set_state(task: Task, state: str, at: datetime) -> str:
+    """Move `task` to `state`; returns the state it left."""
+    previous = task.state
+    task.state = state
+    task.status_timestamp = at
+    return previous

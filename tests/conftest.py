@@ -1,0 +1,184 @@
+"""Shared fixtures: a live Daphne serving the real ASGI app, an HTTP JSON-RPC client,
+and helpers that put tasks into a given state through `a2a.services`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import httpx
+import pytest
+from django.db import connection, connections
+
+from a2a import api_keys, services
+from a2a.lifecycle import State
+from a2a.models import Artifact, Message, Suspension, Task, TaskEvent
+
+AGENT = services.Actor("agent", "test-agent")
+CLIENT = services.Actor("client", "test")
+
+
+def pytest_collection_modifyitems(config, items):
+    """`postgres`-marked tests skip on SQLite; on the PostgreSQL run nothing may skip them."""
+    on_postgres = connection.vendor == "postgresql"
+    if os.environ.get("TASKDECK_EXPECT_POSTGRES") == "1" and not on_postgres:
+        raise pytest.UsageError("TASKDECK_EXPECT_POSTGRES=1 but the database is not PostgreSQL")
+    if not on_postgres:
+        skip = pytest.mark.skip(reason="needs PostgreSQL (run with DATABASE_URL=postgres://…)")
+        for item in items:
+            if "postgres" in item.keywords:
+                item.add_marker(skip)
+
+
+def _application():
+    from channels.routing import get_default_application
+
+    return get_default_application()
+
+
+@pytest.fixture(scope="session")
+def asgi_server(django_db_setup, django_db_blocker) -> Iterator[str]:
+    """Daphne in a child process serving dashboard.asgi on a free port, against the test
+    database. Tests that use it need `django_db(transaction=True)` so their rows commit."""
+    from daphne.testing import DaphneProcess
+
+    with django_db_blocker.unblock():
+        connections.close_all()
+        proc = DaphneProcess("127.0.0.1", partial(_application))
+        proc.daemon = True
+        proc.start()
+        while not proc.ready.wait(timeout=1):
+            if not proc.is_alive():
+                raise RuntimeError("Daphne did not start")
+    yield f"http://127.0.0.1:{proc.port.value}"
+    proc.terminate()
+    proc.join(timeout=10)
+
+
+@dataclass
+class Rpc:
+    """A JSON-RPC client over real HTTP."""
+
+    http: httpx.Client
+    token: str
+
+    def raw(self, body: Any, *, token: str | None = None, headers=None, path="/a2a/"):
+        h = {"Authorization": f"Bearer {token or self.token}"} if token != "" else {}
+        h.update(headers or {})
+        if isinstance(body, bytes | str):
+            return self.http.post(path, content=body, headers=h)
+        return self.http.post(path, json=body, headers=h)
+
+    def __call__(self, method: str, params: Any = None, *, id: Any = 1, **kw) -> dict:
+        body: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
+        if params is not None:
+            body["params"] = params
+        response = self.raw(body, **kw)
+        return response.json()
+
+    def result(self, method: str, params: Any = None, **kw) -> Any:
+        answer = self(method, params, **kw)
+        assert "error" not in answer, answer
+        return answer["result"]
+
+    def error(self, method: str, params: Any = None, **kw) -> dict:
+        answer = self(method, params, **kw)
+        assert "error" in answer, answer
+        return answer["error"]
+
+
+@pytest.fixture
+def api_key(transactional_db) -> str:
+    _, token = api_keys.create_key("test-client", ["read", "write", "agent"])
+    return token
+
+
+@pytest.fixture
+def rpc(asgi_server, api_key) -> Iterator[Rpc]:
+    with httpx.Client(base_url=asgi_server, timeout=30) as http:
+        yield Rpc(http, api_key)
+
+
+def user_message(text: str = "hello", **extra) -> services.IncomingMessage:
+    import uuid
+
+    return services.IncomingMessage(
+        message_id=str(uuid.uuid4()), parts=[{"kind": "text", "text": text}], **extra
+    )
+
+
+APPROVAL_REQUEST = {
+    "title": "Approve the plan",
+    "fields": [
+        {"name": "decision", "type": "approval", "required": True},
+        {"name": "note", "type": "text"},
+    ],
+}
+
+
+def _to(state: State, task_id: str) -> None:
+    """Drive a fresh submitted task to `state` through the services."""
+    if state is State.SUBMITTED:
+        return
+    if state is State.REJECTED:
+        services.reject_task(task_id, actor=AGENT, reason="not for me")
+        return
+    services.start_task(task_id, actor=AGENT)
+    if state is State.WORKING:
+        return
+    if state is State.INPUT_REQUIRED:
+        services.request_input(
+            task_id, actor=AGENT, explanation="Please approve", request=APPROVAL_REQUEST
+        )
+    elif state is State.AUTH_REQUIRED:
+        services.request_input(task_id, actor=AGENT, explanation="Sign in", request={}, auth=True)
+    elif state is State.PAUSED_BY_CLIENT:
+        services.pause_task(task_id, actor=CLIENT, reason="review")
+    elif state is State.PAUSED_BY_AGENT:
+        services.park_task(task_id, actor=AGENT, reason="waiting on ci")
+    elif state is State.COMPLETED:
+        services.complete_task(task_id, actor=AGENT, text="done")
+    elif state is State.FAILED:
+        services.fail_task(task_id, actor=AGENT, reason="boom")
+    elif state is State.CANCELED:
+        services.cancel_task(task_id, actor=CLIENT, reason="no longer needed")
+
+
+@pytest.fixture
+def make_task(transactional_db) -> Callable[..., Task]:
+    """make_task(state="working") -> a Task in that state, made through the services."""
+
+    def make(state: str | State = State.SUBMITTED, text: str = "hello", **kw) -> Task:
+        task = services.create_task(user_message(text), actor=CLIENT, skill="approval", **kw)
+        _to(State(state), task.id)
+        return Task.objects.get(pk=task.id)
+
+    return make
+
+
+def db_state() -> dict[str, list]:
+    """Everything a request could change, to compare before and after an error."""
+    return {
+        "tasks": list(Task.objects.order_by("id").values()),
+        "messages": list(Message.objects.order_by("id").values()),
+        "artifacts": list(Artifact.objects.order_by("id").values()),
+        "suspensions": list(Suspension.objects.order_by("id").values()),
+        "events": list(TaskEvent.objects.order_by("id").values_list("id", flat=True)),
+    }
+
+
+@pytest.fixture
+def unchanged() -> Callable[[], Any]:
+    """`with unchanged(): ...` asserts the block changed no task data."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def check():
+        before = db_state()
+        yield
+        assert db_state() == before, "an error path changed the database"
+
+    return check
