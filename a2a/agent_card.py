@@ -12,6 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 from django.utils.http import http_date
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_safe
 
 from a2a.jsonrpc.dialects import BINDU_EXTENSION_URI, PAUSE_EXTENSION_URI
@@ -93,6 +94,7 @@ def build_card(url: str) -> dict[str, Any]:
     }
 
 
+@csrf_exempt  # read-only: require_safe answers 405 to anything unsafe
 @require_safe
 def agent_card(request: HttpRequest) -> JsonResponse:
     card = build_card(base_url(request))

@@ -11,3 +11,12 @@ os.environ.setdefault("DJANGO_SECRET_KEY", "insecure-key-for-tests-only")
 from dashboard.settings import *  # noqa: F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
+
+# One test database per pytest process, so parallel runs (two engineers, or a helper and
+# CI on one machine) never drop each other's database.
+_suffix = os.environ.get("TASKDECK_TEST_DB_SUFFIX") or str(os.getpid())
+_test = DATABASES["default"].setdefault("TEST", {})  # noqa: F405
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):  # noqa: F405
+    _test["NAME"] = VAR_DIR / f"test-taskdeck-{_suffix}.sqlite3"  # noqa: F405
+else:
+    _test["NAME"] = f"test_{DATABASES['default']['NAME']}_{_suffix}"  # noqa: F405

@@ -1,0 +1,31 @@
+"""`make run` seeds demo data with this command; it must work and be idempotent."""
+
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.test import override_settings
+
+from a2a import api_keys
+from a2a.models import Task
+
+pytestmark = pytest.mark.django_db
+
+
+def test_seed_demo_is_idempotent_and_prints_working_credentials(tmp_path, settings):
+    settings.VAR_DIR = tmp_path
+    with override_settings(DEBUG=True):
+        call_command("seed_demo", stdout=(out := StringIO()))
+        states = sorted(Task.objects.values_list("state", flat=True))
+        call_command("seed_demo", stdout=StringIO())
+    assert sorted(Task.objects.values_list("state", flat=True)) == states
+    assert {"input-required", "paused-by-client", "paused-by-agent", "completed"} <= set(states)
+    token = (tmp_path / "demo-api-key").read_text().strip()
+    assert token in out.getvalue() and api_keys.verify(token) is not None
+    assert oct((tmp_path / "demo-api-key").stat().st_mode)[-3:] == "600"
+
+
+def test_seed_demo_refuses_to_run_in_production(settings):
+    with override_settings(DEBUG=False), pytest.raises(CommandError, match="development"):
+        call_command("seed_demo", stdout=StringIO())
+    assert not Task.objects.exists()
