@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from a2a.validation import ValidationFailed, is_int
+from a2a.validation import ValidationFailed, is_int, json_equal
 
 ON_TIMEOUT = ("fail", "resume_with_summary", "resume_with_input")
 _TOP_KEYS = {"onEvent", "trigger", "timeout"}
@@ -170,7 +170,7 @@ def event_wakes(conditions: dict[str, Any] | None, name: str, payload: Any) -> s
     if trigger and trigger.get("event") == name:
         for field, expected in (trigger.get("match") or {}).items():
             found, value = _lookup(payload, field)
-            if not found or value != expected:
+            if not found or not json_equal(value, expected):
                 return None
         return "trigger"
     return None

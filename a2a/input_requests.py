@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from a2a.validation import ValidationFailed, is_int, is_number
+from a2a.validation import ValidationFailed, is_int, is_number, json_equal
 
 REQUEST_TYPE = "a2a.input.request"
 RESPONSE_TYPE = "a2a.input.response"
@@ -40,7 +40,7 @@ def _check_value(field: dict[str, Any], value: Any) -> tuple[Any, str | None]:
         return (value, None) if isinstance(value, bool) else (None, "must be true or false")
     if kind == "enum":
         options = field.get("options") or []
-        if value not in options:
+        if not any(json_equal(value, option) for option in options):
             return None, "must be one of: " + ", ".join(map(str, options))
         return value, None
     # approval: "approve" | "reject" | {"decision": ..., "comment"?: str}

@@ -13,6 +13,7 @@ from django.db.models import F, Prefetch, Q, Window
 from django.db.models.functions import RowNumber
 
 from a2a.errors import TaskNotFound, ValidationFailed
+from a2a.lifecycle import PAUSED
 from a2a.models import Artifact, Message, Task
 
 
@@ -23,6 +24,10 @@ class TaskView:
     task: Task
     history: list[Message] = field(default_factory=list)
     artifacts: list[Artifact] = field(default_factory=list)
+    # Whole history and artifacts of a paused task, for Bindu's checkpoint (which must not
+    # shrink with the reader's historyLength); None when not asked for.
+    pause_history: list[Message] | None = None
+    pause_artifacts: list[Artifact] | None = None
 
 
 def _recent_messages(history_length: int | None):
@@ -36,8 +41,22 @@ def _recent_messages(history_length: int | None):
     return qs.order_by("task_id", "seq")
 
 
-def _base(history_length: int | None, include_artifacts: bool = True):
+def _base(history_length: int | None, include_artifacts: bool = True, checkpoint: bool = False):
     qs = Task.objects.select_related("current_suspension", "status_message")
+    if checkpoint:
+        paused = [s.value for s in PAUSED]
+        qs = qs.prefetch_related(
+            Prefetch(
+                "messages",
+                queryset=Message.objects.filter(task__state__in=paused).order_by("seq"),
+                to_attr="_pause_history",
+            ),
+            Prefetch(
+                "artifacts",
+                queryset=Artifact.objects.filter(task__state__in=paused).order_by("seq"),
+                to_attr="_pause_artifacts",
+            ),
+        )
     if history_length != 0:
         qs = qs.prefetch_related(
             Prefetch("messages", queryset=_recent_messages(history_length), to_attr="_history")
@@ -54,13 +73,18 @@ def _view(task: Task) -> TaskView:
         task=task,
         history=list(getattr(task, "_history", [])),
         artifacts=list(getattr(task, "_artifacts", [])),
+        pause_history=getattr(task, "_pause_history", None),
+        pause_artifacts=getattr(task, "_pause_artifacts", None),
     )
 
 
-def get_task(task_id: str, *, history_length: int | None = None) -> TaskView:
-    """One task; `history_length=None` means the whole history. Three queries at most."""
+def get_task(
+    task_id: str, *, history_length: int | None = None, checkpoint: bool = False
+) -> TaskView:
+    """One task; `history_length=None` means the whole history. Three queries at most
+    (five with `checkpoint`)."""
     try:
-        task = _base(history_length).get(pk=task_id)
+        task = _base(history_length, checkpoint=checkpoint).get(pk=task_id)
     except (Task.DoesNotExist, ValueError, TypeError):
         raise TaskNotFound(str(task_id)) from None
     return _view(task)
@@ -97,9 +121,11 @@ def list_tasks(
     history_length: int | None = 0,
     include_artifacts: bool = False,
     updated_after: datetime | None = None,
+    checkpoint: bool = False,
 ) -> TaskPage:
     """Tasks, most recently updated first, a page at a time (keyset pagination on
-    (updated_at, id), so pages stay stable while rows are added). Four queries at most."""
+    (updated_at, id), so pages stay stable while rows are added). Four queries at most
+    (six with `checkpoint`)."""
     filters = Q()
     if state:
         filters &= Q(state=state)
@@ -107,7 +133,7 @@ def list_tasks(
         filters &= Q(context_id=context_id)
     if updated_after:
         filters &= Q(updated_at__gt=updated_after)
-    qs = _base(history_length, include_artifacts).filter(filters)
+    qs = _base(history_length, include_artifacts, checkpoint).filter(filters)
     total = Task.objects.filter(filters).count()
     if page_token:
         stamp, last_id = _decode_token(page_token)

@@ -5,6 +5,8 @@ Errors are collected as {dotted.path: [messages]} so every transport can name th
 
 from __future__ import annotations
 
+import math
+
 
 class ValidationFailed(Exception):
     """Input did not validate. `errors` maps a dotted field path to its messages."""
@@ -27,4 +29,19 @@ def is_int(value: object) -> bool:
 
 
 def is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    """True for finite JSON numbers (NaN and Infinity are not JSON)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return math.isfinite(value)
+
+
+def json_equal(a: object, b: object) -> bool:
+    """Equality as JSON sees it: `true` is not `1` and `false` is not `0`, at any depth
+    (Python's == says they are)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    return a == b

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from a2a.errors import NotAllowedNow, StaleHandle, TaskNotFound, refusal_hint
-from a2a.lifecycle import Action, Dialect, TransitionRefused
+from a2a.lifecycle import PAUSED, Action, Dialect, TransitionRefused
 from a2a.validation import ValidationFailed
 
 PARSE_ERROR = -32700
@@ -82,7 +82,7 @@ def _refused(exc: TransitionRefused) -> int:
     return UNSUPPORTED_OPERATION
 
 
-def from_domain(exc: Exception) -> JsonRpcError | None:
+def from_domain(exc: Exception, dialect: Dialect = Dialect.RFC) -> JsonRpcError | None:
     """The wire error for a domain error, or None for an unexpected exception."""
     if isinstance(exc, TaskNotFound):
         return JsonRpcError(TASK_NOT_FOUND, str(exc), {"taskId": exc.task_id})
@@ -91,7 +91,15 @@ def from_domain(exc: Exception) -> JsonRpcError | None:
     if isinstance(exc, StaleHandle):
         return JsonRpcError(STALE_HANDLE, str(exc), {"handle": exc.given})
     if isinstance(exc, NotAllowedNow):
-        return JsonRpcError(UNSUPPORTED_OPERATION, str(exc), {"state": exc.state.value})
+        state = exc.state.value
+        if dialect is Dialect.BINDU and exc.state in PAUSED:
+            state = "suspended"  # a Bindu client knows no paused-by-* states
+            return JsonRpcError(
+                UNSUPPORTED_OPERATION,
+                "task is suspended; resume it (tasks/resume) before sending messages",
+                {"state": state},
+            )
+        return JsonRpcError(UNSUPPORTED_OPERATION, str(exc), {"state": state})
     if isinstance(exc, ValidationFailed):
         return invalid_params(exc.errors)
     return None

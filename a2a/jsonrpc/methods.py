@@ -41,7 +41,9 @@ class Method:
 
 
 def _task_dict(task_id: str, call: Call, history_length: int | None = None) -> dict:
-    return wire.task(selectors.get_task(task_id, history_length=history_length), call.dialect)
+    bindu = call.dialect is Dialect.BINDU
+    view = selectors.get_task(task_id, history_length=history_length, checkpoint=bindu)
+    return wire.task(view, call.dialect)
 
 
 def _skill(params_meta: dict, message_meta: dict) -> str:
@@ -102,6 +104,7 @@ def list_tasks(params: dict, call: Call) -> dict:
         history_length=params["historyLength"],
         include_artifacts=params["includeArtifacts"],
         updated_after=params.get("lastUpdatedAfter"),
+        checkpoint=call.dialect is Dialect.BINDU,
     )
     return {
         "tasks": [

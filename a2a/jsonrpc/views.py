@@ -60,13 +60,17 @@ def _valid_id(value: Any) -> bool:
     )
 
 
+def _no_constants(name: str):
+    raise ValueError(f"{name} is not valid JSON")
+
+
 def _parse(request: HttpRequest) -> tuple[Any, dict[str, Any]]:
     """(id, envelope) or JsonRpcError."""
     limit = settings.TASKDECK["MAX_REQUEST_BYTES"]
     if int(request.headers.get("Content-Length") or 0) > limit:
         raise JsonRpcError(INVALID_REQUEST, f"request body over {limit} bytes", http_status=413)
     try:
-        payload = json.loads(request.body)
+        payload = json.loads(request.body, parse_constant=_no_constants)
     except (ValueError, UnicodeDecodeError) as exc:
         raise JsonRpcError(PARSE_ERROR, f"body is not valid JSON: {exc}") from None
     except RecursionError:
@@ -98,7 +102,7 @@ def _run(method_name: str, params: dict, call: Call) -> Any:
     try:
         return method.handler(serializer.validated_data, call)
     except Exception as exc:
-        mapped = from_domain(exc)
+        mapped = from_domain(exc, call.dialect)
         if mapped is not None:
             return mapped
         if isinstance(exc, serializers.ValidationError):

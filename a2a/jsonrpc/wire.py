@@ -69,10 +69,12 @@ def pause_info(s: Suspension) -> dict[str, Any]:
 def checkpoint(view: TaskView, s: Suspension) -> dict[str, Any]:
     """Bindu's `metadata.checkpoint`, derived from the open suspension (so it can never
     disagree with it, and disappears when the suspension ends)."""
+    history = view.history if view.pause_history is None else view.pause_history
+    artifacts = view.artifacts if view.pause_artifacts is None else view.pause_artifacts
     return {
         "paused_from_state": s.paused_from,
-        "message_history": [message(m, view.task) for m in view.history],
-        "artifacts": [artifact(a) for a in view.artifacts],
+        "message_history": [message(m, view.task) for m in history],
+        "artifacts": [artifact(a) for a in artifacts],
         "paused_at": ts(s.suspended_at),
     }
 

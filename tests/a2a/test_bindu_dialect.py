@@ -180,6 +180,16 @@ def test_row_08_resume_answers_resumed_and_clears_checkpoint(rpc, make_task):
     assert answer["id"] == task.id
     assert_not_suspended(answer, "resumed")
     assert_not_suspended(get(rpc, task.id), "working")
+    assert rpc.result("tasks/get", {"id": task.id})["metadata"] == {}
+
+
+def test_row_08_resume_agent_parked_task(rpc, make_task):
+    task = make_task("paused-by-agent")
+    assert_suspended(get(rpc, task.id), task.id, "working")
+    answer = resume(rpc, task.id)
+    assert answer["id"] == task.id
+    assert_not_suspended(answer, "resumed")
+    assert_not_suspended(get(rpc, task.id), "working")
 
 
 @pytest.mark.parametrize("missing", ["no-such-task", str(uuid.uuid4())])
@@ -188,7 +198,13 @@ def test_row_09_resume_unknown_task_is_not_found(rpc, make_task, unchanged, miss
     refused(rpc, unchanged, "tasks/resume", {"task_id": missing}, TASK_NOT_FOUND)
 
 
-@pytest.mark.parametrize("state", ["working", "submitted", "completed", "canceled", "rejected"])
+NOT_SUSPENDED = ["working", "submitted", "completed", "canceled", "rejected"]
+# Beyond the row's list: every other state that is not suspended (seed 003: "not in
+# `suspended` state").
+ALSO_NOT_SUSPENDED = ["failed", "input-required", "auth-required"]
+
+
+@pytest.mark.parametrize("state", NOT_SUSPENDED + ALSO_NOT_SUSPENDED)
 def test_row_10_resume_task_that_is_not_suspended_is_not_resumable(
     rpc, make_task, unchanged, state
 ):
@@ -220,6 +236,31 @@ def test_row_11_checkpoint_holds_history_artifacts_and_time(rpc, make_task):
     assert checkpoint["artifacts"][0]["parts"] == [{"kind": "text", "text": "draft v1"}]
     assert checkpoint["artifacts"] == got["artifacts"]
     assert before <= stamp(checkpoint["paused_at"]) <= after
+
+
+def paused_with_history_and_artifact(rpc, make_task):
+    """A task paused from working with two messages and one artifact."""
+    task = make_task("working", text="first")
+    rpc.result("message/send", {"message": user_message(task.id, "second")})
+    services.add_artifact(task.id, actor=AGENT, parts=[{"kind": "text", "text": "x"}], name="a")
+    return task.id, checkpoint_of(pause(rpc, task.id))
+
+
+@pytest.mark.parametrize("history_length", [0, 1])
+def test_row_11_checkpoint_is_not_cut_by_history_length(rpc, make_task, history_length):
+    """historyLength trims `history`, but the checkpoint is the full history at pause time."""
+    task_id, full = paused_with_history_and_artifact(rpc, make_task)
+    got = rpc.result("tasks/get", {"task_id": task_id, "historyLength": history_length})
+    assert len(got.get("history", [])) == history_length
+    assert checkpoint_of(got) == full
+
+
+def test_row_11_checkpoint_in_tasks_list_is_complete(rpc, make_task):
+    task_id, full = paused_with_history_and_artifact(rpc, make_task)
+    listed = rpc.result("tasks/list", {}, headers=BINDU_HEADER)["tasks"]
+    (task,) = [t for t in listed if t["id"] == task_id]
+    assert task["status"]["state"] == "suspended"
+    assert checkpoint_of(task) == full
 
 
 def test_row_12_other_metadata_survives_beside_checkpoint(rpc):
@@ -280,6 +321,10 @@ def test_row_15_every_task_id_name_is_accepted(rpc, make_task, key, headers):
     task = make_task("working")
     paused = rpc.result("tasks/pause", {key: task.id}, headers=headers)
     assert_suspended(paused, task.id, "working")
+    if headers:  # the header also makes tasks/get speak Bindu, whatever the id's name
+        assert_suspended(
+            rpc.result("tasks/get", {"id": task.id}, headers=headers), task.id, "working"
+        )
     resumed = rpc.result("tasks/resume", {key: task.id}, headers=headers)
     assert_not_suspended(resumed, "resumed")
     assert resumed["id"] == task.id

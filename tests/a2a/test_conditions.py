@@ -226,9 +226,8 @@ def test_unknown_key_message():
 
 
 def test_duration_messages_say_what_is_allowed():
-    assert "greater than 0" in refusal({"timeout": {"durationMinutes": 0}})[
-        "timeout.durationMinutes"
-    ][0]
+    too_short = refusal({"timeout": {"durationMinutes": 0}})
+    assert "greater than 0" in too_short["timeout.durationMinutes"][0]
     too_long = refusal({"timeout": {"durationMinutes": MAX_DURATION_MINUTES + 1}})
     assert str(MAX_DURATION_MINUTES) in too_long["timeout.durationMinutes"][0]
 
@@ -280,8 +279,17 @@ def test_validation_failed_prefix_of_a_root_error():
 
 @pytest.mark.parametrize(
     ("value", "int_", "number"),
-    [(1, True, True), (0, True, True), (-3, True, True), (1.5, False, True), (2.0, False, True)]
-    + [(True, False, False), (False, False, False), ("1", False, False), (None, False, False)],
+    [
+        (1, True, True),
+        (0, True, True),
+        (-3, True, True),
+        (1.5, False, True),
+        (2.0, False, True),
+        (True, False, False),
+        (False, False, False),
+        ("1", False, False),
+        (None, False, False),
+    ],
 )
 def test_json_booleans_are_not_numbers(value, int_: bool, number: bool):
     assert is_int(value) is int_
@@ -347,7 +355,8 @@ def test_trigger_matches_nested_dotted_fields():
     ],
 )
 def test_trigger_does_not_wake_when_a_match_field_differs_or_is_missing(payload):
-    c = stored({"trigger": {"event": "deploy.finished", "match": {"env": "prod", "build.status": "green"}}})
+    match = {"env": "prod", "build.status": "green"}
+    c = stored({"trigger": {"event": "deploy.finished", "match": match}})
     assert event_wakes(c, "deploy.finished", payload) is None
 
 
@@ -379,3 +388,14 @@ def test_a_timeout_alone_is_not_woken_by_events():
     c = stored({"timeout": {"durationMinutes": 5}})
     assert event_wakes(c, "timeout", {}) is None
     assert event_wakes(c, "fail", {}) is None
+
+
+@pytest.mark.parametrize(
+    ("expected", "actual"),
+    [(True, 1), (False, 0), (1, True), (0, False), ({"a": True}, {"a": 1}), ([False], [0])],
+)
+def test_trigger_match_compares_as_json_not_as_python(expected, actual):
+    """JSON's true is not 1: a trigger waiting for {"ok": true} must not wake on {"ok": 1}."""
+    c = stored({"trigger": {"event": "deploy.finished", "match": {"ok": expected}}})
+    assert event_wakes(c, "deploy.finished", {"ok": actual}) is None
+    assert event_wakes(c, "deploy.finished", {"ok": expected}) == "trigger"

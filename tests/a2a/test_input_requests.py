@@ -411,3 +411,21 @@ def test_decision_of_an_unanswered_optional_approval_is_provided():
 
 def test_decision_of_a_request_without_fields_is_provided():
     assert decision_of(parse_request({"requestId": "r"}), {"go": "approve"}) == "provided"
+
+
+def test_enum_compares_as_json_not_as_python():
+    """An enum of [1, 2] must not accept true (Python's True == 1)."""
+    request = parse_request(
+        {"requestId": "r", "fields": [{"name": "n", "type": "enum", "options": [1, 2]}]}
+    )
+    with pytest.raises(ValidationFailed) as err:
+        validate_values(request, {"n": True})
+    assert list(err.value.errors) == ["values.n"]
+    assert validate_values(request, {"n": 1}) == {"n": 1}
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_number_fields_refuse_values_json_cannot_carry(value):
+    request = parse_request({"requestId": "r", "fields": [{"name": "x", "type": "number"}]})
+    with pytest.raises(ValidationFailed):
+        validate_values(request, {"x": value})

@@ -46,7 +46,8 @@ def test_get_costs_the_same_for_short_and_long_histories(make_task, dialect, his
         _queries(lambda t=t: methods.get_task({"task": t.id, **params}, _call(dialect)))
         for t in (short, long)
     ]
-    assert counts[0] == counts[1] <= 3, counts
+    # 3 queries; Bindu adds 2 for the checkpoint's whole history and artifacts
+    assert counts[0] == counts[1] <= (5 if dialect is Dialect.BINDU else 3), counts
     result = methods.get_task({"task": long.id, **params}, _call(dialect))
     expected = 61 if history_length is None else history_length
     assert len(result.get("history", [])) == expected
