@@ -139,13 +139,19 @@ def validate_values(request: dict[str, Any], values: Any) -> dict[str, Any]:
     return cleaned
 
 
-def find_data_part(parts: list[dict[str, Any]], type_: str) -> dict[str, Any] | None:
-    """The data of the first DataPart whose data.type is `type_`."""
-    for part in parts:
+def find_data_part_index(parts: list[dict[str, Any]], type_: str) -> int | None:
+    """The index of the first DataPart whose data.type is `type_`."""
+    for i, part in enumerate(parts):
         data = part.get("data") if part.get("kind") == "data" else None
         if isinstance(data, dict) and data.get("type") == type_:
-            return data
+            return i
     return None
+
+
+def find_data_part(parts: list[dict[str, Any]], type_: str) -> dict[str, Any] | None:
+    """The data of the first DataPart whose data.type is `type_`."""
+    index = find_data_part_index(parts, type_)
+    return None if index is None else parts[index]["data"]
 
 
 def decision_of(request: dict[str, Any], values: dict[str, Any]) -> str:

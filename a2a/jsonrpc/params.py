@@ -111,11 +111,12 @@ class TaskRefMixin(serializers.Serializer):
     id = _id_field(required=False)
     taskId = _id_field(required=False)
     task_id = _id_field(required=False)
+    primary_name = "taskId"  # the name a missing-id error uses
 
     def validate(self, attrs):
         given = {k: attrs[k] for k in ("id", "taskId", "task_id") if k in attrs}
         if not given:
-            raise serializers.ValidationError({"taskId": ["this field is required"]})
+            raise serializers.ValidationError({self.primary_name: ["this field is required"]})
         if len(set(given.values())) > 1:
             raise serializers.ValidationError(
                 {k: ["names a different task than " + ", ".join(given)] for k in given}
@@ -125,11 +126,13 @@ class TaskRefMixin(serializers.Serializer):
 
 
 class TaskQueryParams(TaskRefMixin):
+    primary_name = "id"
     historyLength = StrictIntegerField(min_value=0, required=False)
     metadata = ObjectField(required=False)
 
 
 class TaskIdParams(TaskRefMixin):
+    primary_name = "id"
     metadata = ObjectField(required=False)
     reason = StrictCharField(required=False, allow_blank=True, max_length=2000)
 

@@ -10,7 +10,7 @@ from a2a.errors import ValidationFailed
 from a2a.input_requests import (
     RESPONSE_TYPE,
     decision_of,
-    find_data_part,
+    find_data_part_index,
     parse_request,
     validate_values,
 )
@@ -61,6 +61,26 @@ def request_input(
     return canonical
 
 
+def _checked_answer(request: dict[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The validated values of the answer in `parts`; errors name the part's path."""
+    index = find_data_part_index(parts, RESPONSE_TYPE)
+    if index is None:
+        if any(f.get("required") for f in request.get("fields") or []):
+            raise ValidationFailed(
+                {"message.parts": [f"expected a DataPart of type {RESPONSE_TYPE} with values"]}
+            )
+        return {}
+    response = parts[index]["data"]
+    where = f"message.parts.{index}.data"
+    expected = request.get("requestId")
+    if response.get("requestId") != expected:
+        raise ValidationFailed({f"{where}.requestId": [f"must name the open request {expected!r}"]})
+    try:
+        return validate_values(request, response.get("values", {}))
+    except ValidationFailed as exc:
+        raise exc.prefixed(where) from None
+
+
 def provide_input(task_id: str, message: IncomingMessage, *, actor: Actor):
     """Answer a waiting task. A DataPart `a2a.input.response` is validated against the open
     request's fields; a bad answer raises ValidationFailed and the task keeps waiting."""
@@ -68,22 +88,11 @@ def provide_input(task_id: str, message: IncomingMessage, *, actor: Actor):
         task = lock(task_id)
         m = move(task.state, Action.PROVIDE_INPUT)
         request = task.input_request or {}
-        response = find_data_part(message.parts, RESPONSE_TYPE)
-        values: dict[str, Any] = {}
-        if response is not None:
-            expected = request.get("requestId")
-            if expected and response.get("requestId") not in (None, expected):
-                raise ValidationFailed(
-                    {"message.parts.requestId": [f"does not match the open request {expected!r}"]}
-                )
-            values = validate_values(request, response.get("values", {}))
-        elif any(f.get("required") for f in request.get("fields") or []):
-            raise ValidationFailed(
-                {"message.parts": [f"expected a DataPart of type {RESPONSE_TYPE} with values"]}
-            )
+        values = _checked_answer(request, message.parts)
         at = now()
         msg = append_message(task, message, at)
         task.input_request = None
+        task.status_message = None  # the request is answered; don't show it as current
         previous = set_state(task, m.to, at)
         record(
             task,
@@ -97,6 +106,6 @@ def provide_input(task_id: str, message: IncomingMessage, *, actor: Actor):
                 "decision": decision_of(request, values),
                 "messageSeq": msg.seq,
             },
-            fields=("state", "status_timestamp", "input_request"),
+            fields=("state", "status_timestamp", "input_request", "status_message"),
         )
     return task

@@ -9,6 +9,7 @@ from typing import Any
 from django.db import transaction
 
 from a2a.errors import NotAllowedNow, ValidationFailed
+from a2a.input_requests import RESPONSE_TYPE, find_data_part
 from a2a.lifecycle import Action, State, move
 from a2a.models import Artifact, Message, Suspension, Task
 from a2a.services._core import (
@@ -71,6 +72,10 @@ def add_message(task_id: str, message: IncomingMessage, *, actor: Actor) -> Task
                         "start a new task with referenceTaskIds instead"
                     ]
                 }
+            )
+        if find_data_part(message.parts, RESPONSE_TYPE) is not None:
+            raise NotAllowedNow(
+                state, f"task is {state.value} and has no open input request to answer"
             )
         at = now()
         msg = append_message(task, message, at)

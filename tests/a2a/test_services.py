@@ -181,7 +181,7 @@ def test_bad_answer_keeps_the_task_waiting(make_task, unchanged):
     )
     with unchanged(), pytest.raises(ValidationFailed) as err:
         services.add_message(task.id, bad, actor=CLIENT)
-    assert "values.decision" in err.value.errors
+    assert list(err.value.errors) == ["message.parts.0.data.values.decision"]
     good = services.IncomingMessage(
         message_id="answer-2",
         parts=[
