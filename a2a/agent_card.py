@@ -17,6 +17,7 @@ from django.views.decorators.http import require_safe
 
 from a2a.jsonrpc.dialects import BINDU_EXTENSION_URI, PAUSE_EXTENSION_URI
 from a2a.models import Suspension
+from a2a.runtime import registry
 
 PROTOCOL_VERSION = "0.3.0"
 _STARTED = datetime.now(UTC).replace(microsecond=0)  # the card changes only with a deploy
@@ -28,7 +29,6 @@ def base_url(request: HttpRequest) -> str:
 
 
 def build_card(url: str) -> dict[str, Any]:
-    cfg = settings.TASKDECK
     return {
         "protocolVersion": PROTOCOL_VERSION,
         "name": "Taskdeck",
@@ -89,7 +89,7 @@ def build_card(url: str) -> dict[str, Any]:
                 "tags": s.get("tags", []),
                 "examples": s.get("examples", []),
             }
-            for s in cfg["SKILLS"]
+            for s in registry.skills()
         ],
     }
 

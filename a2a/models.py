@@ -40,6 +40,8 @@ class Task(models.Model):
     # The open input request (PROTOCOL.md §3) answers are validated against; null otherwise.
     input_request = models.JSONField(null=True, blank=True)
     input_request_count = models.PositiveIntegerField(default=0)
+    # Last progress the agent reported: {"done": n, "total": m} or null.
+    progress = models.JSONField(null=True, blank=True)
     current_suspension = models.ForeignKey(
         "Suspension", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -139,6 +141,10 @@ class Suspension(models.Model):
     conditions = models.JSONField(null=True, blank=True)
     summary = models.TextField(blank=True, default="")
     deadline = models.DateTimeField(null=True, blank=True, db_index=True)
+    # The event names that can wake this suspension, copied out of `conditions` so an
+    # incoming event finds its sleepers through an index instead of scanning JSON.
+    on_event = models.CharField(max_length=200, blank=True, default="", db_index=True)
+    trigger_event = models.CharField(max_length=200, blank=True, default="", db_index=True)
     paused_from = models.CharField(max_length=24)
     requested_by = models.CharField(max_length=150)
     metadata = models.JSONField(default=dict, blank=True)
@@ -192,6 +198,23 @@ class TaskEvent(models.Model):
         if self.pk is not None and not kwargs.get("force_insert"):
             raise ValueError("TaskEvent is append-only")
         super().save(*args, **kwargs)
+
+
+class ExternalEvent(models.Model):
+    """An event posted to Taskdeck (POST /api/events, `manage.py emit_event`): kept with the
+    tasks it woke, so the timeline can say why a parked task resumed."""
+
+    name = models.CharField(max_length=200, db_index=True)
+    payload = models.JSONField(default=dict, blank=True)
+    received_at = models.DateTimeField()
+    sent_by = models.CharField(max_length=150)
+    woke = models.JSONField(default=list, blank=True)  # [{"taskId", "handle", "cause"}]
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return self.name
 
 
 class ApiKey(models.Model):

@@ -1,11 +1,13 @@
 from django.urls import path
 
 from a2a.agent_card import agent_card
+from a2a.events_api import EventsView
 from a2a.jsonrpc.views import endpoint
 
 urlpatterns = [
     path("a2a", endpoint, name="a2a-jsonrpc-noslash"),
     path("a2a/", endpoint, name="a2a-jsonrpc"),
+    path("api/events", EventsView.as_view(), name="events"),
     path(".well-known/agent-card.json", agent_card, name="agent-card"),
     path(".well-known/agent.json", agent_card, name="agent-card-legacy"),
 ]

@@ -50,7 +50,10 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "rest_framework",
+    "django_tasks",
+    "django_tasks_db",
     "a2a",
+    "a2a.runtime",
     "agui",
     "dashboard",
 ]
@@ -162,18 +165,31 @@ TASKDECK = {
     "ANONYMOUS_SCOPES": env_list("TASKDECK_ANONYMOUS_SCOPES"),
     # Largest JSON-RPC request body accepted, in bytes.
     "MAX_REQUEST_BYTES": int(os.environ.get("TASKDECK_MAX_REQUEST_BYTES", 1_000_000)),
-    # Skills (agents) offered on the agent card; the runtime registers their code.
-    "SKILLS": [
-        {
-            "id": "approval",
-            "name": "Approval flow",
-            "description": "Drafts a plan step by step, asks an operator to approve or reject it, "
-            "then acts on the answer.",
-            "tags": ["demo", "approval", "input-required"],
-        },
+    # Agents (modules with SKILL and `async def run(ctx)`); each is a skill on the card.
+    "AGENTS": [
+        "a2a.runtime.agents.approval",
+        "a2a.runtime.agents.ci_wait",
+        "a2a.runtime.agents.scheduled",
+        "a2a.runtime.agents.batch",
+        "a2a.runtime.agents.budget",
     ],
     "DEFAULT_SKILL": "approval",
+    "RUNTIME": {
+        # How long a worker's claim on a task lasts without a heartbeat (a dead worker's
+        # task is taken over after this).
+        "LEASE_SECONDS": float(os.environ.get("TASKDECK_LEASE_SECONDS", 15)),
+        # How often a running task is checked for pause/cancel (interrupt latency).
+        "POLL_SECONDS": float(os.environ.get("TASKDECK_POLL_SECONDS", 0.1)),
+        "SCHEDULER_INTERVAL": float(os.environ.get("TASKDECK_SCHEDULER_INTERVAL", 0.25)),
+        # A wanted run whose job has not started after this long is queued again.
+        "REQUEUE_SECONDS": float(os.environ.get("TASKDECK_REQUEUE_SECONDS", 60)),
+        # Multiplies demo agents' delays (1 = watchable by a person; tests use less).
+        "DELAY_SCALE": float(os.environ.get("TASKDECK_AGENT_DELAY_SCALE", 1.0)),
+    },
 }
+# Background jobs: Django's Tasks API (django-tasks backport) on the database backend, so
+# a job is written in the same transaction as the change that wants it.
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 DATA_UPLOAD_MAX_MEMORY_SIZE = TASKDECK["MAX_REQUEST_BYTES"]
 
 LOGGING = {

@@ -20,3 +20,8 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):  # noqa: F405
     _test["NAME"] = VAR_DIR / f"test-taskdeck-{_suffix}.sqlite3"  # noqa: F405
 else:
     _test["NAME"] = f"test_{DATABASES['default']['NAME']}_{_suffix}"  # noqa: F405
+
+# Worker and scheduler processes started by the runtime tests connect to this process's
+# test database (their own settings would otherwise point at the development one).
+if os.environ.get("TASKDECK_USE_TEST_DB") == "1":
+    DATABASES["default"]["NAME"] = _test["NAME"]  # noqa: F405

@@ -14,13 +14,14 @@ from django.conf import settings
 from rest_framework import serializers
 
 from a2a import selectors, services
+from a2a.auth import Principal
 from a2a.errors import TaskNotFound, ValidationFailed
 from a2a.lifecycle import Dialect
 from a2a.models import Task
+from a2a.runtime import registry
 
 from . import params as p
 from . import wire
-from .auth import Principal
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def _task_dict(task_id: str, call: Call, history_length: int | None = None) -> d
 
 def _skill(params_meta: dict, message_meta: dict) -> str:
     cfg = settings.TASKDECK
-    skills = {s["id"] for s in cfg["SKILLS"]}
+    skills = {s["id"] for s in registry.skills()}
     for where, meta in (("metadata.skill", params_meta), ("message.metadata.skill", message_meta)):
         if "skill" in meta:
             if meta["skill"] not in skills:

@@ -20,8 +20,9 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import serializers
 
+from a2a.auth import Principal, Unauthenticated, authenticate
+
 from . import dialects
-from .auth import Principal, Unauthenticated, authenticate
 from .errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,

@@ -17,15 +17,19 @@ from a2a.services.pausing import (
     resume_task,
 )
 from a2a.services.tasks import (
+    accepts_output,
     add_artifact,
     add_message,
     cancel_task,
     complete_task,
     create_task,
+    emit_text,
     fail_task,
     reject_task,
+    report_progress,
     start_task,
 )
+from a2a.services.wakeups import emit_event
 
 __all__ = [
     "SCHEDULER",
@@ -34,17 +38,21 @@ __all__ = [
     "IncomingMessage",
     "PauseOutcome",
     "ResumeOutcome",
+    "accepts_output",
     "add_artifact",
     "add_message",
     "cancel_task",
     "complete_task",
     "create_task",
+    "emit_event",
+    "emit_text",
     "expire_suspension",
     "fail_task",
     "park_task",
     "pause_task",
     "provide_input",
     "reject_task",
+    "report_progress",
     "request_input",
     "resume_task",
     "start_task",

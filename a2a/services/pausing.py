@@ -57,6 +57,8 @@ def _open(
         reason=reason,
         mode=mode,
         conditions=conditions.as_dict(),
+        on_event=conditions.on_event or "",
+        trigger_event=(conditions.trigger or {}).get("event", ""),
         summary=summary,
         deadline=conditions.deadline(at),
         paused_from=paused_from,

@@ -83,6 +83,54 @@ def add_message(task_id: str, message: IncomingMessage, *, actor: Actor) -> Task
     return task
 
 
+def accepts_output(task: Task) -> bool:
+    """May the agent still write output (text, progress, artifacts)? While working, and
+    while a `wait_for_completion` pause lets the current turn finish."""
+    if task.state == State.WORKING:
+        return True
+    susp = task.current_suspension
+    return (
+        task.state == State.PAUSED_BY_CLIENT
+        and susp is not None
+        and susp.mode == Suspension.Mode.WAIT_FOR_COMPLETION
+    )
+
+
+def _require_output_allowed(task: Task) -> None:
+    if not accepts_output(task):
+        raise NotAllowedNow(State(task.state), f"task is {task.state}; it takes no agent output")
+
+
+def emit_text(task_id: str, text: str, *, actor: Actor) -> Message:
+    """An agent message: appended to the history and shown as the task's status message."""
+    with transaction.atomic():
+        task = lock(task_id)
+        _require_output_allowed(task)
+        at = now()
+        msg = _agent_message(task, text, at)
+        task.status_message = msg
+        record(
+            task,
+            "message_added",
+            actor,
+            at,
+            data={"messageSeq": msg.seq, "role": "agent"},
+            fields=("status_message",),
+        )
+    return msg
+
+
+def report_progress(task_id: str, done: int, total: int, *, actor: Actor) -> Task:
+    if not (0 <= done <= total) or total <= 0:
+        raise ValidationFailed({"progress": ["needs 0 <= done <= total and total > 0"]})
+    with transaction.atomic():
+        task = lock(task_id)
+        _require_output_allowed(task)
+        task.progress = {"done": done, "total": total}
+        record(task, "progress", actor, now(), data=dict(task.progress), fields=("progress",))
+    return task
+
+
 def _agent_message(task: Task, text: str | None, at, extra_parts=()) -> Message | None:
     parts: list[dict[str, Any]] = []
     if text:
@@ -184,8 +232,7 @@ def add_artifact(
     """Add an artifact (or extend one with `append=True`) to a working task."""
     with transaction.atomic():
         task = lock(task_id)
-        if task.state != State.WORKING:
-            raise NotAllowedNow(State(task.state), "artifacts can only be added while working")
+        _require_output_allowed(task)
         at = now()
         artifact_id = artifact_id or str(uuid.uuid4())
         existing = task.artifacts.filter(artifact_id=artifact_id).first()

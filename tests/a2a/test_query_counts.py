@@ -8,8 +8,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from a2a import services
+from a2a.auth import Principal
 from a2a.jsonrpc import methods
-from a2a.jsonrpc.auth import Principal
 from a2a.lifecycle import Dialect
 from tests.conftest import AGENT, CLIENT, user_message
 

@@ -1,0 +1,74 @@
+"""Who is calling: a bearer API key (or, if the settings allow it, an anonymous caller).
+Shared by the JSON-RPC endpoint and the REST endpoints (as a DRF authentication class)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.conf import settings
+from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.permissions import BasePermission
+
+from a2a import api_keys
+from a2a.services import Actor
+
+
+@dataclass(frozen=True)
+class Principal:
+    actor: Actor
+    scopes: frozenset[str]
+    is_authenticated = True  # so DRF treats it as a signed-in caller
+
+
+class Unauthenticated(Exception):
+    pass
+
+
+def authenticate(authorization: str | None) -> Principal:
+    """The caller behind an `Authorization` header. A bad or revoked token is refused even
+    where anonymous calls are allowed: a client that sends a key expects it to count."""
+    if not authorization:
+        anonymous = settings.TASKDECK.get("ANONYMOUS_SCOPES") or []
+        if anonymous:
+            return Principal(Actor("anonymous", "-"), frozenset(anonymous))
+        raise Unauthenticated("an API key is required: send `Authorization: Bearer <key>`")
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthenticated("use `Authorization: Bearer <key>`")
+    key = api_keys.verify(token.strip())
+    if key is None:
+        raise Unauthenticated("unknown or revoked API key")
+    return Principal(Actor("apikey", key.name), frozenset(key.scopes))
+
+
+class ApiKeyAuthentication(BaseAuthentication):
+    """DRF authentication by the same bearer keys, for Taskdeck's REST endpoints."""
+
+    def authenticate(self, request):
+        header = request.headers.get("Authorization")
+        if not header:
+            return None  # let other authenticators (session) try
+        try:
+            principal = authenticate(header)
+        except Unauthenticated as exc:
+            raise exceptions.AuthenticationFailed(str(exc)) from None
+        return (principal, principal)
+
+    def authenticate_header(self, request):
+        return 'Bearer realm="taskdeck"'
+
+
+def has_scope(scope: str) -> type[BasePermission]:
+    """A DRF permission: an API key with `scope`, or a signed-in staff user."""
+
+    class HasScope(BasePermission):
+        message = f"needs an API key with the {scope!r} scope"
+
+        def has_permission(self, request, view) -> bool:
+            if isinstance(request.auth, Principal):
+                return scope in request.auth.scopes
+            user = getattr(request, "user", None)
+            return bool(user and user.is_authenticated and user.is_staff)
+
+    return HasScope

@@ -1,0 +1,76 @@
+"""Run leases: one worker runs a task at a time, a dead worker's task is taken over, and
+a wakeup that lands while a slice finishes is not lost (see RunLease)."""
+
+from __future__ import annotations
+
+import os
+import socket
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from a2a.lifecycle import State
+from a2a.models import Task
+from a2a.runtime.models import RunLease
+
+RUNNABLE = (State.SUBMITTED, State.WORKING)
+WORKER_ID = f"{socket.gethostname()}:{os.getpid()}"
+
+
+def lease_seconds() -> float:
+    return float(settings.TASKDECK["RUNTIME"]["LEASE_SECONDS"])
+
+
+def want(task_id: str) -> None:
+    """Inside the writer's transaction: the task has become runnable."""
+    RunLease.objects.get_or_create(task_id=task_id)
+    RunLease.objects.filter(task_id=task_id).update(
+        wakeups=F("wakeups") + 1, enqueued_at=timezone.now()
+    )
+
+
+def claim(task_id: str, worker: str = WORKER_ID) -> int | None:
+    """Take the lease if nobody holds a live one and the task is runnable; returns the
+    wakeup count the slice serves, or None."""
+    now = timezone.now()
+    with transaction.atomic():
+        lease, _ = RunLease.objects.select_for_update().get_or_create(task_id=task_id)
+        if lease.owner and lease.expires_at and lease.expires_at > now:
+            return None
+        state = Task.objects.filter(pk=task_id).values_list("state", flat=True).first()
+        if state not in RUNNABLE:
+            lease.owner, lease.expires_at, lease.served = "", None, lease.wakeups
+            lease.save(update_fields=["owner", "expires_at", "served"])
+            return None
+        lease.owner = worker
+        lease.expires_at = now + timedelta(seconds=lease_seconds())
+        lease.slices += 1
+        lease.save(update_fields=["owner", "expires_at", "slices"])
+        return lease.wakeups
+
+
+def heartbeat(task_id: str, worker: str = WORKER_ID) -> bool:
+    """Extend our lease; False if it is no longer ours (it expired and was taken)."""
+    expires = timezone.now() + timedelta(seconds=lease_seconds())
+    return bool(RunLease.objects.filter(task_id=task_id, owner=worker).update(expires_at=expires))
+
+
+def release(task_id: str, served: int | None, worker: str = WORKER_ID) -> bool:
+    """Give the lease back. `served` is the wakeup count the slice ran for (None after an
+    infrastructure failure, so the scheduler retries). Returns True when the task woke up
+    again meanwhile and is runnable: the caller should run another slice."""
+    with transaction.atomic():
+        lease = RunLease.objects.select_for_update().filter(task_id=task_id).first()
+        if lease is None or lease.owner != worker:
+            return False
+        lease.owner, lease.expires_at = "", None
+        fields = ["owner", "expires_at"]
+        if served is not None:
+            lease.served = served
+            fields.append("served")
+        lease.save(update_fields=fields)
+        state = Task.objects.filter(pk=task_id).values_list("state", flat=True).first()
+        return served is not None and lease.wakeups != served and state in RUNNABLE

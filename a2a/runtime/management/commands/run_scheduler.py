@@ -1,0 +1,32 @@
+"""`manage.py run_scheduler`: fire due timeouts and recover runs of dead workers."""
+
+import signal
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+from a2a.runtime import scheduler
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+class Command(BaseCommand):
+    help = "Fire resume deadlines and re-queue runs whose worker died."
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--interval",
+            type=float,
+            default=float(settings.TASKDECK["RUNTIME"]["SCHEDULER_INTERVAL"]),
+            help="seconds between sweeps",
+        )
+
+    def handle(self, *args, interval: float, **options):
+        signal.signal(signal.SIGTERM, _interrupt)
+        self.stdout.write(f"scheduler running, every {interval}s")
+        try:
+            scheduler.loop(interval)
+        except KeyboardInterrupt:
+            self.stdout.write("scheduler stopped")

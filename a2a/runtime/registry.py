@@ -1,0 +1,40 @@
+"""Agents are registered in settings (TASKDECK["AGENTS"], dotted module paths). Each module
+defines `SKILL` (its agent-card entry) and `async def run(ctx)`."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from functools import cache
+from importlib import import_module
+from typing import Any
+
+from django.conf import settings
+
+
+@dataclass(frozen=True)
+class Agent:
+    skill: dict[str, Any]
+    run: Callable[[Any], Awaitable[Any]]
+
+    @property
+    def id(self) -> str:
+        return self.skill["id"]
+
+
+@cache
+def agents() -> dict[str, Agent]:
+    found: dict[str, Agent] = {}
+    for path in settings.TASKDECK["AGENTS"]:
+        module = import_module(path)
+        agent = Agent(skill=module.SKILL, run=module.run)
+        found[agent.id] = agent
+    return found
+
+
+def get(skill: str) -> Agent | None:
+    return agents().get(skill)
+
+
+def skills() -> list[dict[str, Any]]:
+    return [a.skill for a in agents().values()]

@@ -1,0 +1,54 @@
+"""External events: record them and wake every parked task whose conditions they meet."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Q
+
+from a2a.conditions import event_wakes
+from a2a.errors import StaleHandle, TransitionRefused
+from a2a.lifecycle import Dialect
+from a2a.models import ExternalEvent, Suspension
+from a2a.services._core import Actor, now
+from a2a.services.pausing import resume_task
+
+# onEvent names an event the agent waits for; a trigger is a predicate over events.
+CAUSE_OF = {"onEvent": Suspension.Cause.EXTERNAL_EVENT, "trigger": Suspension.Cause.CONDITION_FIRED}
+
+
+def emit_event(name: str, payload: dict[str, Any] | None, *, actor: Actor) -> ExternalEvent:
+    """Record the event and resume the open suspensions it satisfies, each with the payload
+    as resume input. Suspensions ended meanwhile (resumed, canceled, held by an operator)
+    are skipped: an operator hold supersedes the agent's conditions."""
+    payload = payload or {}
+    with transaction.atomic():
+        event = ExternalEvent.objects.create(
+            name=name, payload=payload, received_at=now(), sent_by=str(actor)
+        )
+        candidates = Suspension.objects.filter(
+            Q(on_event=name) | Q(trigger_event=name), ended_at__isnull=True
+        ).order_by("id")
+        woke = []
+        for susp in candidates:
+            which = event_wakes(susp.conditions, name, payload)
+            if which is None:
+                continue
+            try:
+                with transaction.atomic():  # one task's refusal must not undo the others
+                    resume_task(
+                        susp.task_id,
+                        actor=actor,
+                        handle=susp.handle,
+                        resume_input={"event": name, "payload": payload},
+                        cause=CAUSE_OF[which],
+                        dialect=Dialect.RFC,
+                        reason=f"event {name}",
+                    )
+            except (StaleHandle, TransitionRefused):
+                continue
+            woke.append({"taskId": susp.task_id, "handle": susp.handle, "cause": CAUSE_OF[which]})
+        event.woke = woke
+        event.save(update_fields=["woke"])
+    return event

@@ -1,0 +1,164 @@
+"""Real worker and scheduler processes against the test database.
+
+Agents never run inline here: a test creates a task through the services, a `db_worker`
+process (django-tasks-db's own command) picks the job up and runs the agent, and the test
+watches the database. Timings are shortened by environment (delay scale, lease, poll)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from django.db import connections
+
+from a2a import services
+from a2a.lifecycle import TERMINAL
+from a2a.models import Task
+from a2a.runtime.models import RunLease
+from tests.conftest import CLIENT, user_message
+
+ROOT = Path(__file__).resolve().parents[2]
+FAST = {
+    "TASKDECK_AGENT_DELAY_SCALE": "0.05",
+    "TASKDECK_LEASE_SECONDS": "2",
+    "TASKDECK_POLL_SECONDS": "0.05",
+    "TASKDECK_SCHEDULER_INTERVAL": "0.1",
+    "TASKDECK_REQUEUE_SECONDS": "2",
+}
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(FAST)
+    env.update(
+        DJANGO_SETTINGS_MODULE="tests.settings",
+        TASKDECK_TEST_DB_SUFFIX=os.environ.get("TASKDECK_TEST_DB_SUFFIX") or str(os.getpid()),
+        TASKDECK_USE_TEST_DB="1",
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+class Processes:
+    """Workers and a scheduler, started and stopped (or killed) by tests."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.log_dir = log_dir
+        self.workers: list[subprocess.Popen] = []
+        self.scheduler: subprocess.Popen | None = None
+
+    def _spawn(self, name: str, *args: str) -> subprocess.Popen:
+        log = open(self.log_dir / f"{name}-{time.monotonic_ns()}.log", "w")  # noqa: SIM115
+        return subprocess.Popen(
+            [sys.executable, str(ROOT / "manage.py"), *args],
+            cwd=ROOT,
+            env=_env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def start_worker(self) -> subprocess.Popen:
+        proc = self._spawn(
+            "worker", "db_worker", "--interval", "0.05", "--no-startup-delay", "--no-reload"
+        )
+        self.workers.append(proc)
+        return proc
+
+    def start_scheduler(self) -> subprocess.Popen:
+        self.scheduler = self._spawn("scheduler", "run_scheduler", "--interval", "0.1")
+        return self.scheduler
+
+    def kill(self, proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
+        proc.send_signal(sig)
+        proc.wait(timeout=20)
+        if proc in self.workers:
+            self.workers.remove(proc)
+        if proc is self.scheduler:
+            self.scheduler = None
+
+    def worker_with_pid(self, pid: int) -> subprocess.Popen:
+        return next(p for p in self.workers if p.pid == pid)
+
+    def stop_all(self) -> None:
+        for proc in [*self.workers, *([self.scheduler] if self.scheduler else [])]:
+            proc.terminate()
+        for proc in [*self.workers, *([self.scheduler] if self.scheduler else [])]:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        self.workers, self.scheduler = [], None
+
+
+@pytest.fixture(scope="session")
+def runtime(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Processes]:
+    """Two workers and a scheduler for the whole session."""
+    procs = Processes(tmp_path_factory.mktemp("runtime-logs"))
+    with django_db_blocker.unblock():
+        connections.close_all()
+    procs.start_worker()
+    procs.start_worker()
+    procs.start_scheduler()
+    yield procs
+    procs.stop_all()
+
+
+def wait_for(predicate: Callable[[], object], timeout: float = 30.0, what: str = "") -> object:
+    """Poll `predicate` until it returns something truthy (no fixed sleeps)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
+        time.sleep(0.02)
+
+
+def state(task_id: str) -> str:
+    return Task.objects.filter(pk=task_id).values_list("state", flat=True).get()
+
+
+def wait_state(task_id: str, *states: str, timeout: float = 30.0) -> str:
+    return wait_for(
+        lambda: (s := state(task_id)) in states and s,
+        timeout,
+        f"task {task_id} to reach {states} (now {state(task_id)})",
+    )
+
+
+def idle(task_id: str) -> bool:
+    """No worker holds the task."""
+    return not RunLease.objects.filter(task_id=task_id).exclude(owner="").exists()
+
+
+def wait_idle(task_id: str, timeout: float = 30.0) -> None:
+    wait_for(lambda: idle(task_id), timeout, f"task {task_id} to be released by its worker")
+
+
+@pytest.fixture
+def start(runtime, transactional_db) -> Iterator[Callable[..., Task]]:
+    """start("batch", items=10) -> a new task of that skill, picked up by a worker.
+    Teardown cancels what is still active and waits until no worker holds it, so the next
+    test's flush meets idle workers."""
+    made: list[str] = []
+
+    def make(skill: str, text: str = "demo", **metadata) -> Task:
+        task = services.create_task(
+            user_message(text), actor=CLIENT, skill=skill, metadata={"skill": skill, **metadata}
+        )
+        made.append(task.id)
+        return task
+
+    yield make
+    for task_id in made:
+        if Task.objects.filter(pk=task_id).exclude(state__in=list(TERMINAL)).exists():
+            services.cancel_task(task_id, actor=CLIENT, reason="test teardown")
+    for task_id in made:
+        wait_idle(task_id)
