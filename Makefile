@@ -19,14 +19,15 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-## Run Taskdeck on 127.0.0.1:8000 with demo data (SQLite, in-memory channel layer).
+## Run Taskdeck on 127.0.0.1:8000 with demo data: web server, 2 agent workers and the
+## scheduler (SQLite, in-memory channel layer).
 run: $(STAMP)
 	@mkdir -p var
 	@test -s var/dev-secret-key || $(PY) -c "import secrets; print(secrets.token_urlsafe(50))" > var/dev-secret-key
 	@export DJANGO_SECRET_KEY="$$(cat var/dev-secret-key)" TASKDECK_DEBUG=$${TASKDECK_DEBUG:-1}; \
 	  $(PY) manage.py migrate --noinput -v0 && \
 	  $(PY) manage.py seed_demo && \
-	  exec $(VENV)/bin/daphne -b $(HOST) -p $(PORT) dashboard.asgi:application
+	  exec $(PY) manage.py serve --host $(HOST) --port $(PORT) --workers 2
 
 ## Install test dependencies and run the whole suite: SQLite, then PostgreSQL + Redis
 ## when reachable (required when TASKDECK_REQUIRE_POSTGRES=1, as in CI).

@@ -172,6 +172,8 @@ TASKDECK = {
         "a2a.runtime.agents.scheduled",
         "a2a.runtime.agents.batch",
         "a2a.runtime.agents.budget",
+        # more agent modules, comma-separated (your own agents, or test agents)
+        *env_list("TASKDECK_EXTRA_AGENTS"),
     ],
     "DEFAULT_SKILL": "approval",
     "RUNTIME": {

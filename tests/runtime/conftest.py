@@ -30,6 +30,7 @@ FAST = {
     "TASKDECK_POLL_SECONDS": "0.05",
     "TASKDECK_SCHEDULER_INTERVAL": "0.1",
     "TASKDECK_REQUEUE_SECONDS": "2",
+    "TASKDECK_EXTRA_AGENTS": "tests.runtime.agents.flaky,tests.runtime.agents.shifty",
 }
 
 

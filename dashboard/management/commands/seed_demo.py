@@ -15,12 +15,10 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from a2a import api_keys, services
-from a2a.conditions import parse_conditions
 from a2a.models import ApiKey, Task
 
 OPERATOR = "operator"
 DEMO_KEY = "demo"
-AGENT = services.Actor("agent", "demo-agent")
 ANA = services.Actor("operator", "ana")
 
 
@@ -39,59 +37,24 @@ def _message(text: str) -> services.IncomingMessage:
     )
 
 
-def _new(text: str) -> str:
-    return services.create_task(_message(text), actor=ANA, skill="approval").id
+def _new(skill: str, text: str, **metadata) -> str:
+    return services.create_task(
+        _message(text), actor=ANA, skill=skill, metadata={"skill": skill, **metadata}
+    ).id
 
 
 def seed_tasks() -> None:
-    _new("Summarise yesterday's incidents")
-
-    working = _new("Migrate the billing tables")
-    services.start_task(working, actor=AGENT, text="Copying table 3 of 8")
-    services.add_artifact(
-        working,
-        actor=AGENT,
-        name="migration-plan.md",
-        parts=[{"kind": "text", "text": "1. snapshot\n2. copy\n3. verify"}],
-    )
-
-    waiting = _new("Roll out release 2.14 to production")
-    services.start_task(waiting, actor=AGENT)
-    services.request_input(
-        waiting,
-        actor=AGENT,
-        explanation="The rollout plan is ready. Approve it to start the canary.",
-        request={
-            "title": "Approve the 2.14 rollout",
-            "fields": [
-                {"name": "decision", "type": "approval", "required": True},
-                {"name": "canary_percent", "type": "integer", "default": 5},
-            ],
-        },
-    )
-
-    held = _new("Rotate the TLS certificates")
-    services.start_task(held, actor=AGENT)
+    """One task per demo agent; the workers started by `make run` drive them into their
+    states (an approval waiting for an answer, a parked CI wait, a batch in progress, a
+    budget pause), plus one an operator paused before it started."""
+    _new("approval", "Roll out release 2.14 to production")
+    _new("approval", "Rotate the TLS certificates")
+    _new("ci-wait", "Run the integration suite for PR 1234", build=1234)
+    _new("scheduled", "Post the daily digest", minutes=60)
+    _new("batch", "Re-render 200 thumbnails", items=200, pace=2)
+    _new("budget", "Research three vendors for log storage", budget=250)
+    held = _new("batch", "Re-index the search cluster", items=50)
     services.pause_task(held, actor=ANA, reason="release freeze until 16:00")
-
-    parked = _new("Run the integration suite for PR 1234")
-    services.start_task(parked, actor=AGENT, text="Build 1234 started")
-    services.park_task(
-        parked,
-        actor=AGENT,
-        reason="waiting for ci.build.completed:1234",
-        summary="Build 1234 queued; ETA 3 minutes.",
-        conditions=parse_conditions(
-            {"onEvent": "ci.build.completed:1234", "timeout": {"durationMinutes": 30}}
-        ),
-    )
-
-    done = _new("Draft the weekly status email")
-    services.start_task(done, actor=AGENT)
-    services.complete_task(done, actor=AGENT, text="Draft sent to #status")
-
-    dropped = _new("Re-index the search cluster")
-    services.cancel_task(dropped, actor=ANA, reason="superseded by the cluster upgrade")
 
 
 class Command(BaseCommand):
