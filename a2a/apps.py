@@ -7,3 +7,9 @@ class A2AConfig(AppConfig):
     name = "a2a"
     verbose_name = "A2A tasks"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from a2a import events
+        from a2a.jsonrpc import streaming
+
+        events.subscribe(streaming.announce, on_commit=True)

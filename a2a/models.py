@@ -174,7 +174,8 @@ class TaskEvent(models.Model):
     """Append-only log of every change to every task: the audit trail and the stream cursor.
 
     `id` orders events globally; within one task the order is also commit order, because
-    every writer holds the task's row lock while it appends.
+    every writer holds the task's row lock while it appends. `to_state` is the task's state
+    after the event; `from_state` equals it unless the event changed the state.
     """
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="events")

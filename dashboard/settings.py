@@ -163,6 +163,9 @@ TASKDECK = {
     "DEFAULT_DIALECT": os.environ.get("TASKDECK_DEFAULT_DIALECT", "rfc"),
     # Scopes granted to callers without an API key (empty: every call needs a key).
     "ANONYMOUS_SCOPES": env_list("TASKDECK_ANONYMOUS_SCOPES"),
+    # A stream re-reads the task's event log at least this often (channel-layer
+    # announcements wake it sooner).
+    "STREAM_POLL_SECONDS": float(os.environ.get("TASKDECK_STREAM_POLL_SECONDS", 0.25)),
     # Largest JSON-RPC request body accepted, in bytes.
     "MAX_REQUEST_BYTES": int(os.environ.get("TASKDECK_MAX_REQUEST_BYTES", 1_000_000)),
     # Agents (modules with SKILL and `async def run(ctx)`); each is a skill on the card.

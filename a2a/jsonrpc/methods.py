@@ -21,13 +21,14 @@ from a2a.models import Task
 from a2a.runtime import registry
 
 from . import params as p
-from . import wire
+from . import streaming, wire
 
 
 @dataclass(frozen=True)
 class Call:
     principal: Principal
     dialect: Dialect
+    last_event_id: int | None = None  # from the Last-Event-ID header of a reconnecting stream
 
     @property
     def actor(self) -> services.Actor:
@@ -39,6 +40,7 @@ class Method:
     handler: Callable[[dict[str, Any], Call], Any]
     params: type[serializers.Serializer]
     scope: str
+    streaming: bool = False  # the handler returns a StreamPlan; the answer is SSE
 
 
 def _task_dict(task_id: str, call: Call, history_length: int | None = None) -> dict:
@@ -61,6 +63,31 @@ def _skill(params_meta: dict, message_meta: dict) -> str:
 
 
 def send_message(params: dict, call: Call) -> dict:
+    return _task_dict(_deliver(params, call), call, _history_length(params))
+
+
+def stream_message(params: dict, call: Call) -> streaming.StreamPlan:
+    """message/stream: deliver like message/send, then stream the task from there on."""
+    task_id = _deliver(params, call)
+    return streaming.plan(task_id, call.dialect, None)
+
+
+def resubscribe(params: dict, call: Call) -> streaming.StreamPlan:
+    last = call.last_event_id
+    meta_last = (params.get("metadata") or {}).get("lastEventId")
+    if last is None and meta_last is not None:
+        if not isinstance(meta_last, int) or isinstance(meta_last, bool) or meta_last < 0:
+            raise ValidationFailed({"metadata.lastEventId": ["must be a non-negative integer"]})
+        last = meta_last
+    return streaming.plan(params["task"], call.dialect, last)
+
+
+def _history_length(params: dict) -> int | None:
+    return params.get("configuration", {}).get("historyLength")
+
+
+def _deliver(params: dict, call: Call) -> str:
+    """Create a task from the message, or add the message to the task it names."""
     msg = params["message"]
     incoming = services.IncomingMessage(
         message_id=msg["messageId"],
@@ -69,7 +96,6 @@ def send_message(params: dict, call: Call) -> dict:
         metadata=msg["metadata"],
         reference_task_ids=msg["referenceTaskIds"],
     )
-    history_length = params.get("configuration", {}).get("historyLength")
     if msg.get("taskId"):
         task_id = msg["taskId"]
         context_id = Task.objects.filter(pk=task_id).values_list("context_id", flat=True).first()
@@ -89,7 +115,7 @@ def send_message(params: dict, call: Call) -> dict:
             context_id=msg.get("contextId"),
             metadata=params["metadata"],
         ).id
-    return _task_dict(task_id, call, history_length)
+    return task_id
 
 
 def get_task(params: dict, call: Call) -> dict:
@@ -167,6 +193,8 @@ def resume_task(params: dict, call: Call) -> dict:
 
 METHODS: dict[str, Method] = {
     "message/send": Method(send_message, p.MessageSendParams, "write"),
+    "message/stream": Method(stream_message, p.MessageSendParams, "write", streaming=True),
+    "tasks/resubscribe": Method(resubscribe, p.TaskIdParams, "read", streaming=True),
     "tasks/get": Method(get_task, p.TaskQueryParams, "read"),
     "tasks/list": Method(list_tasks, p.TaskListParams, "read"),
     "tasks/cancel": Method(cancel_task, p.TaskIdParams, "write"),

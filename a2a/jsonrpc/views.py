@@ -16,13 +16,13 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import serializers
 
 from a2a.auth import Principal, Unauthenticated, authenticate
 
-from . import dialects
+from . import dialects, streaming
 from .errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -149,8 +149,32 @@ async def endpoint(request: HttpRequest):
             ),
         )
     params = payload.get("params") or {}
-    call = Call(principal=principal, dialect=dialects.choose(request.headers, params))
+    try:
+        last_event_id = _last_event_id(request)
+    except JsonRpcError as err:
+        return _response(rpc_id, error=err)
+    call = Call(
+        principal=principal,
+        dialect=dialects.choose(request.headers, params),
+        last_event_id=last_event_id,
+    )
     outcome = await _run_in_thread(name, params, call)
     if isinstance(outcome, JsonRpcError):
         return _response(rpc_id, error=outcome)
+    if isinstance(outcome, streaming.StreamPlan):
+        response = StreamingHttpResponse(
+            streaming.stream(outcome, rpc_id, call.dialect), content_type="text/event-stream"
+        )
+        response["Cache-Control"] = "no-cache"
+        response["X-Accel-Buffering"] = "no"
+        return response
     return _response(rpc_id, result=outcome)
+
+
+def _last_event_id(request: HttpRequest) -> int | None:
+    raw = request.headers.get("Last-Event-ID")
+    if raw is None or raw == "":
+        return None
+    if not raw.isdigit():
+        raise JsonRpcError(INVALID_PARAMS, "the Last-Event-ID header must be an event id")
+    return int(raw)

@@ -87,15 +87,17 @@ def record(
 ) -> TaskEvent:
     """Save `fields` of `task` with a new version and append + publish the event.
 
-    Pass `from_state` (the state left, "" for a new task) when the state changed."""
+    Pass `from_state` (the state left, "" for a new task) when the state changed; every
+    event records the state it leaves the task in, so from_state == to_state means the
+    state did not change."""
     task.version += 1
     task.updated_at = at
     task.save(update_fields=["version", "updated_at", *fields])
     event = TaskEvent.objects.create(
         task=task,
         kind=kind,
-        from_state=from_state or "",
-        to_state=task.state if from_state is not None else "",
+        from_state=task.state if from_state is None else from_state,
+        to_state=task.state,
         actor=str(actor),
         reason=reason,
         data=data or {},

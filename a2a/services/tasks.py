@@ -162,7 +162,17 @@ def _simple_move(
             task.status_message = msg
             fields.append("status_message")
         previous = set_state(task, target, at)
-        record(task, kind, actor, at, from_state=previous, reason=reason, fields=tuple(fields))
+        data = {"messageSeq": msg.seq} if msg is not None else {}
+        record(
+            task,
+            kind,
+            actor,
+            at,
+            from_state=previous,
+            reason=reason,
+            data=data,
+            fields=tuple(fields),
+        )
     return task
 
 
@@ -236,6 +246,7 @@ def add_artifact(
         at = now()
         artifact_id = artifact_id or str(uuid.uuid4())
         existing = task.artifacts.filter(artifact_id=artifact_id).first()
+        parts_from = len(existing.parts) if existing is not None and append else 0
         if existing is not None and append:
             existing.parts = [*existing.parts, *parts]
             existing.updated_at = at
@@ -261,6 +272,10 @@ def add_artifact(
             "artifact_added",
             actor,
             at,
-            data={"artifactId": artifact_id, "append": bool(existing and append)},
+            data={
+                "artifactId": artifact_id,
+                "append": bool(existing and append),
+                "partsFrom": parts_from,
+            },
         )
     return artifact

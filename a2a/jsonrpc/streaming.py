@@ -1,0 +1,236 @@
+"""SSE streams of a task's events (message/stream, tasks/resubscribe).
+
+The TaskEvent log is the stream: every A2A event sent carries its TaskEvent id as the SSE
+`id`, so a client that reconnects with `Last-Event-ID` (or `metadata.lastEventId`) gets
+exactly what it missed, in order, then live events. Events of one task are appended under
+its row lock, so their ids grow in commit order and a cursor never skips one.
+
+Waking up: after commit, services' events are announced on the channel layer (group
+`a2a-task-<id>`); a stream waits for that announcement or, at the latest, polls the log
+every STREAM_POLL_SECONDS — the in-memory layer cannot hear a worker process, Redis can.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.conf import settings
+
+from a2a.lifecycle import PAUSED, TERMINAL, Dialect, State
+from a2a.models import Artifact, Message, Task, TaskEvent
+from a2a.selectors import get_task
+
+from . import wire
+
+log = logging.getLogger(__name__)
+
+# Events that change what a subscriber sees; "created" is covered by the first Task event.
+STATUS_KINDS = {
+    "started",
+    "input_requested",
+    "input_provided",
+    "paused",
+    "parked",
+    "resumed",
+    "timed_out",
+    "completed",
+    "failed",
+    "rejected",
+    "canceled",
+}
+# A stream ends after the event that moves a task to one of these states: the task is
+# over, or its turn is (the client answers with a new request, as A2A clients expect).
+FINAL_STATES = TERMINAL | {State.INPUT_REQUIRED, State.AUTH_REQUIRED}
+KEEPALIVE_SECONDS = 15.0
+
+
+def group_name(task_id: str) -> str:
+    return f"a2a-task-{task_id}"[:99]
+
+
+def announce(event: TaskEvent) -> None:
+    """On-commit subscriber: tell streams of this task that its log grew."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        async_to_sync(layer.group_send)(
+            group_name(event.task_id), {"type": "task.event", "id": event.pk}
+        )
+    except Exception:  # a stream falls back to polling; the change is committed anyway
+        log.warning("could not announce event %s on the channel layer", event.pk)
+
+
+@dataclass(frozen=True)
+class StreamPlan:
+    """What a streaming method asks the view to stream."""
+
+    task_id: str
+    cursor: int  # stream events with a larger id
+    first: dict[str, Any] | None  # the Task event sent first, or None on a resumed stream
+
+
+def plan(task_id: str, dialect: Dialect, last_event_id: int | None) -> StreamPlan:
+    """Cursor first, then the task: an event committed between the two reads is sent again
+    (harmless: it carries the state the snapshot already shows), never lost."""
+    if last_event_id is not None:
+        if not Task.objects.filter(pk=task_id).exists():
+            from a2a.errors import TaskNotFound
+
+            raise TaskNotFound(task_id)
+        return StreamPlan(task_id, last_event_id, None)
+    cursor = (
+        TaskEvent.objects.filter(task_id=task_id).order_by("-id").values_list("id", flat=True)
+    ).first() or 0
+    view = get_task(task_id)
+    first = wire.task(view, dialect)
+    return StreamPlan(task_id, cursor, first)
+
+
+def _status_metadata(event: TaskEvent) -> dict[str, Any] | None:
+    data = event.data or {}
+    if event.kind in ("paused", "parked"):
+        return {
+            "handle": data.get("handle"),
+            "reason": event.reason,
+            "initiator": data.get("initiator"),
+            "pausedAt": wire.ts(event.created_at),
+            "conditions": data.get("conditions"),
+            "deadline": data.get("deadline"),
+        }
+    if event.kind == "resumed":
+        return {
+            "previousState": event.from_state,
+            "cause": data.get("cause"),
+            "hadResumeInput": data.get("hadResumeInput"),
+            "continueTranscript": data.get("continueTranscript"),
+            "resumedAt": wire.ts(event.created_at),
+        }
+    return None
+
+
+def events_after(
+    task_id: str, cursor: int, dialect: Dialect, limit: int = 200
+) -> list[tuple[int, dict[str, Any], bool]]:
+    """(event id, A2A event, final) for the task's events after `cursor`; three queries."""
+    events = list(TaskEvent.objects.filter(task_id=task_id, id__gt=cursor).order_by("id")[:limit])
+    if not events:
+        return []
+    task = Task.objects.get(pk=task_id)
+    seqs = {e.data.get("messageSeq") for e in events if e.data.get("messageSeq")}
+    messages = {m.seq: m for m in Message.objects.filter(task_id=task_id, seq__in=seqs)}
+    artifact_ids = {e.data.get("artifactId") for e in events if e.kind == "artifact_added"}
+    artifacts = {
+        a.artifact_id: a
+        for a in Artifact.objects.filter(task_id=task_id, artifact_id__in=artifact_ids)
+    }
+    out: list[tuple[int, dict[str, Any], bool]] = []
+    for e in events:
+        if e.kind == "artifact_added":
+            a = artifacts.get(e.data.get("artifactId"))
+            if a is None:
+                continue
+            body = wire.artifact(a)
+            body["parts"] = a.parts[e.data.get("partsFrom", 0) :]
+            item = {
+                "kind": "artifact-update",
+                "taskId": task.id,
+                "contextId": task.context_id,
+                "artifact": body,
+                "append": bool(e.data.get("append")),
+                "lastChunk": False,
+            }
+            out.append((e.pk, item, False))
+            continue
+        is_status = e.kind in STATUS_KINDS
+        is_agent_text = e.kind == "message_added" and e.data.get("role") == "agent"
+        if not (is_status or is_agent_text):
+            continue
+        state = e.to_state
+        shown = wire.BINDU_SUSPENDED if dialect is Dialect.BINDU and state in PAUSED else state
+        status: dict[str, Any] = {"state": shown, "timestamp": wire.ts(e.created_at)}
+        msg = messages.get(e.data.get("messageSeq"))
+        if msg is not None and msg.role == "agent":
+            status["message"] = wire.message(msg, task)
+        final = state in FINAL_STATES
+        item = {
+            "kind": "status-update",
+            "taskId": task.id,
+            "contextId": task.context_id,
+            "status": status,
+            "final": final,
+        }
+        meta = _status_metadata(e)
+        if meta is not None:
+            item["metadata"] = meta
+        out.append((e.pk, item, final))
+    return out
+
+
+def _frame(rpc_id: Any, result: dict[str, Any], event_id: int | None) -> bytes:
+    body = json.dumps({"jsonrpc": "2.0", "id": rpc_id, "result": result}, separators=(",", ":"))
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}data: {body}\n\n".encode()
+
+
+async def stream(
+    sp: StreamPlan, rpc_id: Any, dialect: Dialect, *, wrap=None
+) -> AsyncIterator[bytes]:
+    """The SSE body. `wrap` turns a 0.3 event into another wire version's (A2A 1.0)."""
+    wrap = wrap or (lambda item: item)
+    poll = float(settings.TASKDECK.get("STREAM_POLL_SECONDS", 0.25))
+    layer = get_channel_layer()
+    channel = None
+    group = group_name(sp.task_id)
+    fetch = database_sync_to_async(events_after, thread_sensitive=False)
+    cursor = sp.cursor
+    try:
+        if layer is not None:
+            channel = await layer.new_channel()
+            await layer.group_add(group, channel)
+        if sp.first is not None:
+            yield _frame(rpc_id, wrap(sp.first), cursor)
+            if sp.first["status"]["state"] in FINAL_STATES:
+                return
+        idle = 0.0
+        while True:
+            batch = await fetch(sp.task_id, cursor, dialect)
+            for event_id, item, final in batch:
+                cursor = event_id
+                yield _frame(rpc_id, wrap(item), event_id)
+                if final:
+                    return
+            if batch:
+                idle = 0.0
+                continue
+            if idle >= KEEPALIVE_SECONDS:
+                idle = 0.0
+                yield b": keepalive\n\n"
+            idle += await _wait(layer, channel, poll)
+    finally:
+        if layer is not None and channel is not None:
+            try:
+                await layer.group_discard(group, channel)
+            except Exception:
+                log.debug("group_discard failed for %s", group)
+
+
+async def _wait(layer, channel, timeout: float) -> float:
+    """Sleep until the channel hears of a new event, or `timeout`; returns time waited."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    if layer is None or channel is None:
+        await asyncio.sleep(timeout)
+    else:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(layer.receive(channel), timeout)
+    return loop.time() - started
