@@ -27,7 +27,7 @@ from a2a.conditions import parse_conditions
 from a2a.lifecycle import TERMINAL, State
 from a2a.models import Suspension, Task, TaskEvent
 from a2a.runtime.leases import WORKER_ID
-from a2a.runtime.models import StepRecord
+from a2a.runtime.models import RunLease, StepRecord
 
 
 class Stop(Exception):
@@ -169,6 +169,9 @@ class AgentContext:
         (so database side effects happen exactly once)."""
         with transaction.atomic():
             task = _load_task(self.task_id, lock=True)
+            if not RunLease.objects.filter(task_id=self.task_id, owner=WORKER_ID).exists():
+                # a worker that stalled past its lease must not record over its successor
+                raise Stop("lease lost to another worker")
             if effect is not None:
                 if not _state_allows(task, interaction=False):
                     raise Stop(f"task is {task.state}")
