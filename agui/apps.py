@@ -2,7 +2,18 @@ from django.apps import AppConfig
 
 
 class AguiConfig(AppConfig):
-    """The AG-UI projection of A2A tasks (view rows, events, WebSocket, run streams)."""
+    """The AG-UI projection of A2A tasks (view rows, events, WebSocket, run streams).
+
+    Depends on a2a; a2a never imports it. The projector joins every A2A write
+    transaction as an in-transaction subscriber.
+    """
 
     name = "agui"
     verbose_name = "AG-UI projection"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from a2a import events
+        from agui import projector
+
+        events.subscribe(projector.on_task_event)

@@ -1,0 +1,91 @@
+"""The AG-UI projection of A2A tasks, kept in the database so every process and every
+client sees the same view.
+
+- ViewTask: `/view/tasks/<taskId>` (its JSON `entry` is exactly what clients hold).
+- Interrupt: input requests (`input-<taskId>-<n>`) and pauses (`<handle>`), kept after they
+  are resolved for the timeline; `pending` ones are `/view/pendingInterrupts/<id>`.
+- AguiEvent: the AG-UI events the projector emitted, in order, with the task's version,
+  so streams and sockets replay what they missed and spot gaps.
+- AguiThread / AguiRun: `{threadId, runId} -> taskId` for the AG-UI run endpoint. These
+  identifiers never reach A2A payloads.
+
+Written only by `agui.projector` (inside the A2A writer's transaction) and the run bridge.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+from a2a.models import Task
+
+
+class ViewTask(models.Model):
+    task = models.OneToOneField(Task, on_delete=models.CASCADE, primary_key=True)
+    entry = models.JSONField()
+    status = models.CharField(max_length=24, db_index=True)
+    version = models.PositiveIntegerField()
+    updated_at = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"view {self.task_id}"
+
+
+class Interrupt(models.Model):
+    class Kind(models.TextChoices):
+        INPUT_REQUEST = "INPUT_REQUEST"
+        PAUSE = "PAUSE"
+
+    interrupt_id = models.CharField(primary_key=True, max_length=120)
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="interrupts")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    request_id = models.CharField(max_length=128, blank=True, default="")
+    reason = models.CharField(max_length=64)
+    content = models.JSONField()  # the ACTIVITY content clients hold
+    pending = models.BooleanField(default=True, db_index=True)
+    created_at = models.DateTimeField()
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "interrupt_id"]
+
+    def __str__(self) -> str:
+        return self.interrupt_id
+
+
+class AguiEvent(models.Model):
+    """One emitted AG-UI event (its JSON, camelCase) for one task at one task version."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="agui_events")
+    task_version = models.PositiveIntegerField()
+    type = models.CharField(max_length=32)
+    event = models.JSONField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["task", "id"], name="aguievent_task_id")]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.type} {self.task_id}@{self.task_version}"
+
+
+class AguiThread(models.Model):
+    thread_id = models.CharField(primary_key=True, max_length=128)
+    context_id = models.CharField(max_length=128)
+    task = models.ForeignKey(Task, null=True, blank=True, on_delete=models.SET_NULL)
+    created_by = models.CharField(max_length=150)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.thread_id
+
+
+class AguiRun(models.Model):
+    run_id = models.CharField(primary_key=True, max_length=128)
+    thread = models.ForeignKey(AguiThread, on_delete=models.CASCADE, related_name="runs")
+    task = models.ForeignKey(Task, null=True, blank=True, on_delete=models.SET_NULL)
+    started_at = models.DateTimeField(auto_now_add=True)
+    outcome = models.CharField(max_length=16, blank=True, default="")
+
+    def __str__(self) -> str:
+        return self.run_id

@@ -1,0 +1,90 @@
+"""What one task looks like in `/view/tasks/<taskId>`, and what a pending interrupt looks
+like in `/view/pendingInterrupts/<interruptId>`. Pure functions over A2A rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from a2a.jsonrpc.wire import ts
+from a2a.models import Message, Suspension, Task
+
+TITLE_CHARS = 120
+STATUS_TEXT_CHARS = 500
+
+
+def text_of(parts: list[dict[str, Any]] | None) -> str:
+    return " ".join(p["text"] for p in parts or [] if p.get("kind") == "text").strip()
+
+
+def pause_of(s: Suspension | None) -> dict[str, Any] | None:
+    if s is None:
+        return None
+    timeout = (s.conditions or {}).get("timeout") or {}
+    return {
+        "handle": s.handle,
+        "initiator": s.initiator,
+        "reason": s.reason,
+        "mode": s.mode or None,
+        "pausedAt": ts(s.suspended_at),
+        "requestedBy": s.requested_by,
+        "conditions": s.conditions,
+        "deadline": ts(s.deadline),
+        "onTimeout": timeout.get("onTimeout") if timeout else None,
+        "summary": s.summary or None,
+    }
+
+
+def task_entry(
+    task: Task,
+    *,
+    status_message: Message | None,
+    previous: dict[str, Any] | None,
+    title: str | None = None,
+    last_interrupt_id: str | None = None,
+    artifacts: int | None = None,
+) -> dict[str, Any]:
+    """The view entry; fields the projector does not recompute carry over from `previous`."""
+    previous = previous or {}
+    return {
+        "taskId": task.id,
+        "contextId": task.context_id,
+        "skill": task.skill,
+        "title": title if title is not None else previous.get("title", ""),
+        "status": task.state,
+        "statusText": text_of(status_message.parts if status_message else None)[:STATUS_TEXT_CHARS],
+        "updatedAt": ts(task.updated_at),
+        "createdAt": ts(task.created_at),
+        "createdBy": task.created_by,
+        "version": task.version,
+        "lastRunId": previous.get("lastRunId"),
+        "lastInterruptId": last_interrupt_id or previous.get("lastInterruptId"),
+        "summaries": {
+            "progress": task.progress,
+            "artifacts": artifacts
+            if artifacts is not None
+            else previous.get("summaries", {}).get("artifacts", 0),
+        },
+        "pause": pause_of(task.current_suspension),
+    }
+
+
+def pending_entry(interrupt_id: str, task_id: str, request_id: str, reason: str) -> dict:
+    return {
+        "interruptId": interrupt_id,
+        "taskId": task_id,
+        "requestId": request_id,
+        "reason": reason,
+    }
+
+
+def escape(key: str) -> str:
+    """RFC 6901 escaping of a map key inside a JSON Pointer."""
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def task_path(task_id: str) -> str:
+    return f"/view/tasks/{escape(task_id)}"
+
+
+def pending_path(interrupt_id: str) -> str:
+    return f"/view/pendingInterrupts/{escape(interrupt_id)}"

@@ -1,0 +1,161 @@
+"""The Zulip-style invariant: the snapshot taken before, plus every STATE_DELTA emitted
+since, equals a fresh snapshot — for random sequences of operations over several tasks.
+And every ACTIVITY_DELTA applies cleanly to its activity's snapshot."""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import timedelta
+
+import jsonpatch
+import pytest
+from django.utils import timezone
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from a2a import services
+from a2a.conditions import parse_conditions
+from a2a.errors import NotAllowedNow, StaleHandle, TaskError, ValidationFailed
+from a2a.lifecycle import TransitionRefused
+from a2a.models import Suspension, Task
+from agui import selectors
+from agui.models import AguiEvent, Interrupt
+from tests.conftest import AGENT, APPROVAL_REQUEST, CLIENT, user_message
+
+pytestmark = pytest.mark.django_db
+
+REFUSALS = (TransitionRefused, StaleHandle, ValidationFailed, NotAllowedNow, TaskError)
+OPS = [
+    "create",
+    "start",
+    "request_input",
+    "answer",
+    "bad_answer",
+    "pause_finish_step",
+    "pause_interrupt_immediate",
+    "pause_wait_for_completion",
+    "park",
+    "event",
+    "timeout",
+    "resume",
+    "cancel",
+    "complete",
+    "fail",
+    "text",
+    "artifact",
+]
+
+
+def answer(task: Task, decision: str) -> None:
+    request_id = (task.input_request or {}).get("requestId", "none")
+    services.add_message(
+        task.id,
+        services.IncomingMessage(
+            message_id="answer",
+            parts=[
+                {
+                    "kind": "data",
+                    "data": {
+                        "type": "a2a.input.response",
+                        "requestId": request_id,
+                        "values": {"decision": decision},
+                    },
+                }
+            ],
+        ),
+        actor=CLIENT,
+    )
+
+
+# The state each operation needs, so that most generated steps do something (a random
+# pick would almost never answer a request: that needs start, request and answer in turn).
+NEEDS = {
+    "start": {"submitted"},
+    "request_input": {"working"},
+    "answer": {"input-required"},
+    "bad_answer": {"input-required"},
+    "park": {"working"},
+    "event": {"paused-by-agent"},
+    "timeout": {"paused-by-agent", "paused-by-client"},
+    "resume": {"paused-by-agent", "paused-by-client"},
+    "complete": {"working"},
+    "fail": {"working"},
+    "text": {"working"},
+    "artifact": {"working"},
+}
+
+
+def apply(op: str, tasks: list[str], index: int) -> None:
+    states = dict(Task.objects.filter(pk__in=tasks).values_list("id", "state"))
+    fitting = [t for t in tasks if states[t] in NEEDS.get(op, set(states.values()))]
+    if op == "create" or not fitting:
+        tasks.append(services.create_task(user_message("go"), actor=CLIENT, skill="batch").id)
+        return
+    task_id = fitting[index % len(fitting)]
+    task = Task.objects.get(pk=task_id)
+    if op == "start":
+        services.start_task(task_id, actor=AGENT)
+    elif op == "request_input":
+        services.request_input(task_id, actor=AGENT, explanation="ok?", request=APPROVAL_REQUEST)
+    elif op == "answer":
+        answer(task, "approve")
+    elif op == "bad_answer":
+        answer(task, "maybe")
+    elif op.startswith("pause_"):
+        services.pause_task(task_id, actor=CLIENT, reason="hold", mode=op.removeprefix("pause_"))
+    elif op == "park":
+        conditions = parse_conditions(
+            {"onEvent": f"ev.{task_id}", "timeout": {"durationMinutes": 5}}
+        )
+        services.park_task(task_id, actor=AGENT, reason="wait", conditions=conditions)
+    elif op == "event":
+        services.emit_event(f"ev.{task_id}", {"ok": True}, actor=CLIENT)
+    elif op == "timeout":
+        open_ = Suspension.objects.filter(task_id=task_id, ended_at__isnull=True).first()
+        if open_ is not None:
+            Suspension.objects.filter(pk=open_.pk).update(
+                deadline=timezone.now() - timedelta(seconds=1),
+                conditions={"timeout": {"durationMinutes": 5, "onTimeout": "fail"}},
+            )
+            services.expire_suspension(open_.handle, actor=services.SCHEDULER)
+    elif op == "resume":
+        services.resume_task(task_id, actor=CLIENT)
+    elif op == "cancel":
+        services.cancel_task(task_id, actor=CLIENT)
+    elif op == "complete":
+        services.complete_task(task_id, actor=AGENT, text="done")
+    elif op == "fail":
+        services.fail_task(task_id, actor=AGENT, reason="boom")
+    elif op == "text":
+        services.emit_text(task_id, "step done", actor=AGENT)
+    elif op == "artifact":
+        services.add_artifact(task_id, actor=AGENT, parts=[{"kind": "text", "text": "x"}])
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 5)), min_size=1, max_size=25))
+def test_snapshot_plus_deltas_equals_a_fresh_snapshot(steps):
+    tasks = list(Task.objects.values_list("id", flat=True)[:3])
+    before = selectors.snapshot()
+    activities = {i.interrupt_id: i.content for i in Interrupt.objects.all()}
+    cursor = selectors.cursor()
+    for op, index in steps:
+        # refused moves must emit nothing; the comparison below would catch it
+        with contextlib.suppress(*REFUSALS):
+            apply(op, tasks, index)
+    state = before
+    for row in AguiEvent.objects.filter(id__gt=cursor).order_by("id"):
+        if row.type == "STATE_DELTA":
+            state = jsonpatch.apply_patch(state, row.event["delta"])
+        elif row.type == "ACTIVITY_SNAPSHOT":
+            activities[row.event["messageId"]] = row.event["content"]
+        elif row.type == "ACTIVITY_DELTA":
+            activities[row.event["messageId"]] = jsonpatch.apply_patch(
+                activities[row.event["messageId"]], row.event["patch"]
+            )
+    assert state == selectors.snapshot()
+    assert activities == {i.interrupt_id: i.content for i in Interrupt.objects.all()}
