@@ -1,12 +1,27 @@
-"""ASGI entry point: HTTP (Django, including SSE streams) and, later, WebSockets."""
+"""ASGI entry point: HTTP (Django, including SSE streams) and WebSockets (AG-UI view).
+
+WebSockets get the session (AuthMiddlewareStack) and an Origin check against
+ALLOWED_HOSTS (a page on another site cannot open a socket with our cookies).
+"""
 
 import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
-from channels.routing import ProtocolTypeRouter
+from channels.auth import AuthMiddlewareStack
+from channels.routing import ProtocolTypeRouter, URLRouter
+from channels.security.websocket import AllowedHostsOriginValidator
 from django.core.asgi import get_asgi_application
 
 django_asgi_app = get_asgi_application()
 
-application = ProtocolTypeRouter({"http": django_asgi_app})
+from agui.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        "http": django_asgi_app,
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+        ),
+    }
+)

@@ -1,0 +1,130 @@
+"""`/ws/agui/`: the live view over a WebSocket, as AG-UI events.
+
+On connect: STATE_SNAPSHOT of the whole view, then ACTIVITY_SNAPSHOT for each pending
+interrupt and pause; then STATE_DELTA / ACTIVITY_* as tasks change. Every view entry holds
+its task's `version`, and each task's changes arrive one version at a time: the socket
+drops what the snapshot already holds, fills a gap from the log if it sees one, and a
+client that detects one anyway sends {"type": "resync"} for a fresh snapshot.
+
+Authentication: the session (dashboard) or an API key with the `read` scope in the
+Authorization header; origins are checked by AllowedHostsOriginValidator (routing.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+from ag_ui.core import ActivitySnapshotEvent, StateSnapshotEvent
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from a2a.auth import Unauthenticated, authenticate
+from agui import fanout, selectors
+from agui.models import AguiEvent
+
+log = logging.getLogger(__name__)
+
+
+def _bundle() -> tuple[dict, list, dict]:
+    return selectors.snapshot(), selectors.pending_activities(), selectors.versions()
+
+
+def _missing(task_id: str, after: int, before: int) -> list[tuple]:
+    return list(
+        AguiEvent.objects.filter(task_id=task_id, task_version__gt=after, task_version__lt=before)
+        .exclude(type="TEXT_MESSAGE")
+        .order_by("id")
+        .values_list("id", "task_id", "task_version", "type", "event")
+    )
+
+
+def _principal_from_headers(headers: list[tuple[bytes, bytes]]) -> str | None:
+    for name, value in headers:
+        if name.lower() == b"authorization":
+            try:
+                principal = authenticate(value.decode("latin-1"))
+            except Unauthenticated:
+                return None
+            return str(principal.actor) if "read" in principal.scopes else None
+    return None
+
+
+class ViewConsumer(AsyncWebsocketConsumer):
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is not None and user.is_authenticated:
+            self.who = f"operator:{user.get_username()}"
+        else:
+            self.who = await database_sync_to_async(_principal_from_headers)(
+                self.scope.get("headers", [])
+            )
+        if not self.who:
+            await self.close(code=4401)
+            return
+        await self.accept()
+        self.queue = await fanout.tailer().register()
+        await self.resync()
+        self.pump = asyncio.ensure_future(self._pump())
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "queue"):
+            fanout.tailer().unregister(self.queue)
+        if hasattr(self, "pump"):
+            self.pump.cancel()
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None):
+        try:
+            message = json.loads(text_data or "")
+        except ValueError:
+            await self.send(json.dumps({"type": "error", "message": "send JSON"}))
+            return
+        if isinstance(message, dict) and message.get("type") == "resync":
+            await self.resync()
+        else:
+            await self.send(json.dumps({"type": "error", "message": "unknown message"}))
+
+    async def resync(self) -> None:
+        """A fresh snapshot; what was queued before it is dropped by version."""
+        snapshot, activities, versions = await database_sync_to_async(_bundle)()
+        self.versions: dict[str, int] = versions
+        await self._send(StateSnapshotEvent(snapshot=snapshot).model_dump(by_alias=True))
+        for interrupt in activities:
+            event = ActivitySnapshotEvent(
+                message_id=interrupt.interrupt_id,
+                activity_type=interrupt.kind,
+                content=interrupt.content,
+            )
+            await self._send(event.model_dump(by_alias=True))
+
+    async def _pump(self) -> None:
+        while True:
+            rows = await self.queue.get()
+            if self.queue.qsize() > fanout.QUEUE_LIMIT:
+                while not self.queue.empty():
+                    self.queue.get_nowait()
+                await self.resync()
+                continue
+            await self._deliver(rows)
+
+    async def _deliver(self, rows: list[tuple]) -> None:
+        changes: dict[tuple[str, int], list[dict]] = {}  # one change = one task version
+        for _, task_id, version, _, event in rows:
+            changes.setdefault((task_id, version), []).append(event)
+        for (task_id, version), events in changes.items():
+            known = self.versions.get(task_id)
+            if known is not None and version <= known:
+                continue  # already in the snapshot, or sent
+            expected = 1 if known is None else known + 1
+            if version > expected:  # a change committed late: fetch what lies between
+                gap = await database_sync_to_async(_missing)(task_id, expected - 1, version)
+                for missing in gap:
+                    await self._send(missing[4])
+            for event in events:
+                await self._send(event)
+            self.versions[task_id] = version
+
+    async def _send(self, event: dict[str, Any]) -> None:
+        await self.send(json.dumps(event, separators=(",", ":")))

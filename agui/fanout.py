@@ -1,0 +1,116 @@
+"""One reader of the AguiEvent log per server process, many sockets.
+
+A socket must not query the database per change: with 1,000 dashboards open that would
+be 1,000 queries per change. The Tailer reads new log rows once (woken by a channel-layer
+poke, or every FALLBACK_POLL seconds since the in-memory layer cannot hear worker
+processes) and hands them to every registered socket's queue.
+
+It re-reads a window behind its cursor: on PostgreSQL ids are allocated at insert, so a
+row with a lower id can commit after a higher one; rows already seen are skipped. Sockets
+drop anything at or below the task version they already hold (see consumers.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+
+from agui.models import AguiEvent
+from agui.projector import TEXT, VIEW_GROUP
+
+log = logging.getLogger(__name__)
+FALLBACK_POLL = 0.5
+WINDOW = 500
+QUEUE_LIMIT = 200  # batches; a socket this far behind resyncs from a fresh snapshot
+
+
+def _rows_after(low: int) -> list[tuple[int, str, int, str, dict]]:
+    return list(
+        AguiEvent.objects.filter(id__gt=low)
+        .exclude(type=TEXT)
+        .order_by("id")
+        .values_list("id", "task_id", "task_version", "type", "event")[:5000]
+    )
+
+
+def _top() -> int:
+    return AguiEvent.objects.order_by("-id").values_list("id", flat=True).first() or 0
+
+
+class Tailer:
+    def __init__(self) -> None:
+        self.queues: set[asyncio.Queue] = set()
+        self.wake = asyncio.Event()
+        self.task: asyncio.Task | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.cursor = 0
+        self.seen: deque[int] = deque(maxlen=WINDOW * 4)
+        self.seen_set: set[int] = set()
+
+    async def register(self) -> asyncio.Queue:
+        queue: asyncio.Queue = asyncio.Queue()
+        self.queues.add(queue)
+        loop = asyncio.get_running_loop()
+        if self.task is None or self.task.done() or self.loop is not loop:
+            self.loop, self.wake = loop, asyncio.Event()
+            self.cursor = await database_sync_to_async(_top)()
+            self.task = asyncio.ensure_future(self._run())
+        return queue
+
+    def unregister(self, queue: asyncio.Queue) -> None:
+        self.queues.discard(queue)
+
+    def poke(self) -> None:
+        self.wake.set()
+
+    async def _run(self) -> None:
+        layer = get_channel_layer()
+        listener = None
+        if layer is not None:
+            channel = await layer.new_channel()
+            await layer.group_add(VIEW_GROUP, channel)
+            listener = asyncio.ensure_future(self._listen(layer, channel))
+        fetch = database_sync_to_async(_rows_after, thread_sensitive=False)
+        try:
+            while self.queues:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.wake.wait(), FALLBACK_POLL)
+                self.wake.clear()
+                try:
+                    rows = await fetch(max(0, self.cursor - WINDOW))
+                except Exception:
+                    log.exception("reading the AG-UI log failed; retrying")
+                    continue
+                fresh = [r for r in rows if r[0] not in self.seen_set]
+                for row in fresh:
+                    if len(self.seen) == self.seen.maxlen:
+                        self.seen_set.discard(self.seen[0])
+                    self.seen.append(row[0])
+                    self.seen_set.add(row[0])
+                    self.cursor = max(self.cursor, row[0])
+                if fresh:
+                    for queue in list(self.queues):
+                        queue.put_nowait(fresh)  # unbounded; a socket far behind resyncs
+        finally:
+            if listener is not None:
+                listener.cancel()
+
+    async def _listen(self, layer, channel: str) -> None:
+        while True:
+            await layer.receive(channel)
+            self.wake.set()
+
+
+_tailer: Tailer | None = None
+
+
+def tailer() -> Tailer:
+    global _tailer
+    if _tailer is None:
+        _tailer = Tailer()
+    return _tailer

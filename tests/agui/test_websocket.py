@@ -1,0 +1,138 @@
+"""/ws/agui/ over real WebSockets against the live Daphne: two clients see the same events
+in the same order, and a client that reconnects ends where a fresh one starts."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+
+import jsonpatch
+import pytest
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect
+
+from a2a import api_keys, services
+from agui import selectors
+from tests.conftest import AGENT, CLIENT
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class Client:
+    """A socket plus the state it has built from the events it received."""
+
+    def __init__(self, url: str, token: str) -> None:
+        self._stack = contextlib.ExitStack()
+        self.ws = self._stack.enter_context(
+            connect(
+                url,
+                additional_headers={
+                    "Authorization": f"Bearer {token}",
+                    "Origin": "http://127.0.0.1",
+                },
+                open_timeout=10,
+            )
+        )
+        self.events: list[dict] = []
+        self.state: dict = {}
+        self.activities: dict[str, dict] = {}
+
+    def recv(self) -> dict:
+        event = json.loads(self.ws.recv(timeout=15))
+        self.events.append(event)
+        if event["type"] == "STATE_SNAPSHOT":
+            self.state = event["snapshot"]
+        elif event["type"] == "STATE_DELTA":
+            self.state = jsonpatch.apply_patch(self.state, event["delta"])
+        elif event["type"] == "ACTIVITY_SNAPSHOT":
+            self.activities[event["messageId"]] = event["content"]
+        elif event["type"] == "ACTIVITY_DELTA":
+            self.activities[event["messageId"]] = jsonpatch.apply_patch(
+                self.activities[event["messageId"]], event["patch"]
+            )
+        return event
+
+    def until_version(self, task_id: str, version: int) -> None:
+        """Read until the client's view shows `task_id` at `version`."""
+        while (
+            self.state.get("view", {}).get("tasks", {}).get(task_id, {}).get("version") != version
+        ):
+            self.recv()
+
+    def close(self) -> None:
+        self._stack.close()
+
+
+@pytest.fixture
+def ws_url(asgi_server):
+    return asgi_server.replace("http://", "ws://") + "/ws/agui/"
+
+
+def version_of(task_id: str) -> int:
+    return selectors.versions([task_id])[task_id]
+
+
+def test_two_clients_see_the_same_events_and_end_in_the_fresh_state(ws_url, api_key, make_task):
+    waiting = make_task("input-required")
+    a, b = Client(ws_url, api_key), Client(ws_url, api_key)
+    try:
+        for c in (a, b):
+            first = c.recv()
+            assert first["type"] == "STATE_SNAPSHOT"
+            assert waiting.id in first["snapshot"]["view"]["tasks"]
+            assert c.recv()["type"] == "ACTIVITY_SNAPSHOT"  # the pending approval
+        a_start, b_start = len(a.events), len(b.events)
+        task = make_task("working")
+        services.pause_task(task.id, actor=CLIENT, reason="review")
+        services.resume_task(task.id, actor=CLIENT)
+        services.emit_text(task.id, "<script>alert(1)</script> step 2", actor=AGENT)
+        services.complete_task(task.id, actor=AGENT, text="done")
+        final = version_of(task.id)
+        a.until_version(task.id, final)
+        b.until_version(task.id, final)
+        assert a.events[a_start:] == b.events[b_start:]
+        types = {e["type"] for e in a.events[a_start:]}
+        assert {"STATE_DELTA", "ACTIVITY_SNAPSHOT", "ACTIVITY_DELTA"} <= types
+        assert a.state == selectors.snapshot()
+        handle = task.suspensions.get().handle
+        assert a.activities[handle]["stage"] == "resumed"
+    finally:
+        a.close(), b.close()
+
+
+def test_a_client_that_reconnects_ends_like_a_fresh_one(ws_url, api_key, make_task):
+    task = make_task("working")
+    a = Client(ws_url, api_key)
+    a.recv()
+    a.close()
+    services.pause_task(task.id, actor=CLIENT)  # missed while disconnected
+    services.resume_task(task.id, actor=CLIENT)
+    again, fresh = Client(ws_url, api_key), Client(ws_url, api_key)
+    try:
+        again.recv(), fresh.recv()
+        assert again.state == fresh.state == selectors.snapshot()
+        assert again.state["view"]["tasks"][task.id]["version"] == version_of(task.id)
+        again.ws.send(json.dumps({"type": "resync"}))
+        assert again.recv()["type"] == "STATE_SNAPSHOT"
+    finally:
+        again.close(), fresh.close()
+
+
+def test_sockets_need_a_key_with_read_scope_or_a_session(ws_url, make_task):
+    _, writer_only = api_keys.create_key("writer", ["write"])
+    for headers in ({}, {"Authorization": f"Bearer {writer_only}"}, {"Authorization": "Bearer x"}):
+        with pytest.raises(InvalidStatus) as err:
+            connect(ws_url, additional_headers={**headers, "Origin": "http://127.0.0.1"})
+        assert err.value.response.status_code == 403
+
+
+def test_sockets_from_another_origin_are_refused(ws_url, api_key):
+    with pytest.raises(InvalidStatus) as err:
+        connect(
+            ws_url,
+            additional_headers={
+                "Authorization": f"Bearer {api_key}",
+                "Origin": "https://evil.example",
+            },
+        )
+    assert err.value.response.status_code == 403
