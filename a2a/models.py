@@ -51,6 +51,7 @@ class Task(models.Model):
     updated_at = models.DateTimeField(db_index=True)
 
     class Meta:
+        permissions = [("operate_task", "Can pause, resume, cancel and answer tasks")]
         indexes = [
             models.Index(fields=["state", "-updated_at"], name="task_state_updated"),
             models.Index(fields=["-updated_at", "-id"], name="task_updated_id"),

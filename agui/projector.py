@@ -13,6 +13,7 @@ After commit, sockets are poked through the channel layer; they read the AguiEve
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from typing import Any
 
@@ -28,6 +29,9 @@ from agui.models import AguiEvent, Interrupt, ViewTask
 
 log = logging.getLogger(__name__)
 VIEW_GROUP = "agui-view"
+# The AG-UI run on whose behalf the current A2A write happens (set by the run bridge), so
+# the view's lastRunId changes in the same delta as the task. Never passed to a2a.
+CURRENT_RUN: contextvars.ContextVar[str | None] = contextvars.ContextVar("agui_run", default=None)
 TEXT = "TEXT_MESSAGE"  # AguiEvent.type of an agent message (expanded by run streams)
 SUMMARY_CHARS = 200
 
@@ -116,6 +120,8 @@ def on_task_event(event: TaskEvent) -> None:
         last_interrupt_id=last_interrupt,
         artifacts=artifacts,
     )
+    if CURRENT_RUN.get() is not None:
+        entry["lastRunId"] = CURRENT_RUN.get()
     path = view.task_path(task.id)
     if previous is None:
         ops.insert(0, {"op": "add", "path": path, "value": entry})

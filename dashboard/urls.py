@@ -3,5 +3,6 @@ from django.urls import include, path
 
 urlpatterns = [
     path("", include("a2a.urls")),
+    path("", include("agui.urls")),
     path("admin/", admin.site.urls),
 ]

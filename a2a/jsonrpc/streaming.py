@@ -215,7 +215,7 @@ async def stream(
             if idle >= KEEPALIVE_SECONDS:
                 idle = 0.0
                 yield b": keepalive\n\n"
-            idle += await _wait(layer, channel, poll)
+            idle += await wait_for_news(layer, channel, poll)
     finally:
         if layer is not None and channel is not None:
             try:
@@ -224,7 +224,7 @@ async def stream(
                 log.debug("group_discard failed for %s", group)
 
 
-async def _wait(layer, channel, timeout: float) -> float:
+async def wait_for_news(layer, channel, timeout: float) -> float:
     """Sleep until the channel hears of a new event, or `timeout`; returns time waited."""
     loop = asyncio.get_running_loop()
     started = loop.time()

@@ -1,0 +1,196 @@
+"""The AG-UI → A2A bridge: what a RunAgentInput asks of the tasks, done through
+`a2a.services` (never by writing tasks directly).
+
+- A run with `resume` answers the thread's open interrupts: an input request gets an
+  `a2a.input.response` on its task, a pause gets `tasks/resume`; `cancelled` cancels the
+  task. It must cover every open interrupt of the thread; all of it happens in one
+  transaction, so a bad payload changes nothing.
+- A run without `resume` carries a user message: it continues the thread's task if that
+  is still taking messages, or starts a new task in the thread's context.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from ag_ui.core import RunAgentInput
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from a2a import services
+from a2a.errors import NotAllowedNow, StaleHandle, TaskNotFound, ValidationFailed
+from a2a.input_requests import RESPONSE_TYPE
+from a2a.lifecycle import TERMINAL, State, TransitionRefused
+from a2a.models import Task
+from a2a.runtime import registry
+from agui.models import AguiRun, AguiThread, Interrupt
+from agui.projector import CURRENT_RUN
+
+
+class RunRefused(Exception):
+    """The input cannot be acted on; the run answers RUN_ERROR and nothing changed."""
+
+    def __init__(self, message: str, code: str) -> None:
+        self.message, self.code = message, code
+        super().__init__(message)
+
+
+@dataclass
+class RunPlan:
+    thread_id: str
+    run_id: str
+    task_id: str
+    context_id: str
+    resumed: list[str] = field(default_factory=list)  # interrupt ids this run answered
+
+
+def _user_text(run: RunAgentInput) -> str | None:
+    for message in reversed(run.messages or []):
+        if getattr(message, "role", None) != "user":
+            continue
+        content = message.content
+        if isinstance(content, str):
+            return content
+        texts = [getattr(p, "text", "") for p in content or [] if getattr(p, "type", "") == "text"]
+        return "\n".join(t for t in texts if t) or None
+    return None
+
+
+def _skill(run: RunAgentInput) -> str:
+    props = run.forwarded_props if isinstance(run.forwarded_props, dict) else {}
+    skill = props.get("skill") or settings.TASKDECK["DEFAULT_SKILL"]
+    if registry.get(skill) is None:
+        raise RunRefused(f"unknown skill {skill!r} in forwardedProps.skill", "invalid_input")
+    return skill
+
+
+def _answer(interrupt: Interrupt, entry, actor: services.Actor) -> None:
+    if entry.status == "cancelled":
+        services.cancel_task(
+            interrupt.task_id, actor=actor, reason=f"interrupt {interrupt.interrupt_id} cancelled"
+        )
+    elif interrupt.kind == Interrupt.Kind.INPUT_REQUEST:
+        values = entry.payload if entry.payload is not None else {}
+        if not isinstance(values, dict):
+            raise ValidationFailed({"payload": ["must be an object of field name: value"]})
+        services.add_message(
+            interrupt.task_id,
+            services.IncomingMessage(
+                message_id=str(uuid.uuid4()),
+                parts=[
+                    {
+                        "kind": "data",
+                        "data": {
+                            "type": RESPONSE_TYPE,
+                            "requestId": interrupt.request_id,
+                            "values": values,
+                        },
+                    }
+                ],
+            ),
+            actor=actor,
+        )
+    else:
+        services.resume_task(
+            interrupt.task_id,
+            actor=actor,
+            handle=interrupt.interrupt_id,
+            resume_input=entry.payload,
+        )
+
+
+def start_run(run: RunAgentInput, actor: services.Actor) -> RunPlan:
+    """Act on a RunAgentInput; raises RunRefused with nothing changed."""
+    token = CURRENT_RUN.set(run.run_id)
+    try:
+        with transaction.atomic():
+            return _start(run, actor)
+    except IntegrityError:
+        raise RunRefused(f"runId {run.run_id!r} was already used", "invalid_input") from None
+    except ValidationFailed as exc:
+        detail = "; ".join(f"{k}: {v[0]}" for k, v in exc.errors.items())
+        raise RunRefused(f"the resume payload was refused: {detail}", "invalid_payload") from None
+    except (TransitionRefused, StaleHandle, NotAllowedNow, TaskNotFound) as exc:
+        raise RunRefused(f"the task cannot take this now: {exc}", "conflict") from None
+    finally:
+        CURRENT_RUN.reset(token)
+
+
+def _start(run: RunAgentInput, actor: services.Actor) -> RunPlan:
+    thread, _ = AguiThread.objects.select_for_update().get_or_create(
+        thread_id=run.thread_id,
+        defaults={"context_id": str(uuid.uuid4()), "created_by": str(actor)},
+    )
+    tasks_in_thread = Task.objects.filter(context_id=thread.context_id).values_list("id", flat=True)
+    pending = {
+        i.interrupt_id: i
+        for i in Interrupt.objects.filter(pending=True, task_id__in=list(tasks_in_thread))
+    }
+    resumed: list[str] = []
+    if run.resume:
+        asked = [entry.interrupt_id for entry in run.resume]
+        unknown = sorted(set(asked) - set(pending))
+        if unknown:
+            raise RunRefused(
+                f"no open interrupt {', '.join(unknown)} in this thread", "interrupt_unknown"
+            )
+        uncovered = sorted(set(pending) - set(asked))
+        if uncovered:
+            raise RunRefused(
+                f"resume must answer every open interrupt; missing {', '.join(uncovered)}",
+                "interrupt_uncovered",
+            )
+        for entry in run.resume:
+            _answer(pending[entry.interrupt_id], entry, actor)
+            resumed.append(entry.interrupt_id)
+        task_id = pending[asked[0]].task_id
+    else:
+        if pending:
+            raise RunRefused(
+                "this thread has open interrupts (" + ", ".join(sorted(pending)) + "); "
+                "send a run with `resume` for them first",
+                "interrupt_pending",
+            )
+        text = _user_text(run)
+        if not text:
+            raise RunRefused("the run carries no user message to act on", "invalid_input")
+        message = services.IncomingMessage(
+            message_id=str(uuid.uuid4()), parts=[{"kind": "text", "text": text}]
+        )
+        current = Task.objects.filter(pk=thread.task_id).first() if thread.task_id else None
+        if current is not None and current.state in (State.SUBMITTED, State.WORKING):
+            services.add_message(current.id, message, actor=actor)
+            task_id = current.id
+        else:
+            if current is not None and current.state not in TERMINAL:
+                raise RunRefused(
+                    f"the thread's task is {current.state}; resume or cancel it first",
+                    "conflict",
+                )
+            skill = _skill(run)
+            task_id = services.create_task(
+                message,
+                actor=actor,
+                skill=skill,
+                context_id=thread.context_id,
+                metadata={"skill": skill},
+            ).id
+        thread.task_id = task_id
+        thread.save(update_fields=["task"])
+    AguiRun.objects.create(run_id=run.run_id, thread=thread, task_id=task_id)
+    return RunPlan(run.thread_id, run.run_id, task_id, thread.context_id, resumed)
+
+
+def finish_run(run_id: str, outcome: str) -> None:
+    AguiRun.objects.filter(run_id=run_id).update(outcome=outcome)
+
+
+def thread_task_ids(context_id: str) -> list[str]:
+    return list(Task.objects.filter(context_id=context_id).values_list("id", flat=True))
+
+
+def describe(task_id: str) -> dict[str, Any]:
+    task = Task.objects.get(pk=task_id)
+    return {"state": task.state, "version": task.version, "contextId": task.context_id}

@@ -1,0 +1,271 @@
+"""POST /agui/run: RunAgentInput in, AG-UI events out (SSE), one A2A task per run.
+
+RUN_STARTED, STATE_SNAPSHOT (the thread's tasks), ACTIVITY_SNAPSHOT for the interrupts a
+resume answered (a reloaded client may not hold them), then the task's STATE_DELTA /
+ACTIVITY_* and its agent text as TEXT_MESSAGE_START/CONTENT/END, until the task stops:
+- input-required → STATE_SNAPSHOT, then RUN_FINISHED {outcome: interrupt, interrupts}
+- paused → RUN_FINISHED {outcome: interrupt} with reason "a2a:paused"
+- completed → RUN_FINISHED (success); canceled → outcome cancelled
+- failed / rejected → RUN_ERROR.
+Input that cannot be acted on gets RUN_ERROR and changes nothing; input that does not
+parse gets HTTP 422 before any stream. The stream always ends with RUN_FINISHED or
+RUN_ERROR, even when the server fails.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from ag_ui.core import (
+    PROTOCOL_VERSION,
+    ActivitySnapshotEvent,
+    RunAgentInput,
+    RunErrorEvent,
+    RunFinishedCancelledOutcome,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunStartedEvent,
+    StateSnapshotEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+)
+from ag_ui.core import (
+    Interrupt as AguiInterrupt,
+)
+from ag_ui.encoder import EventEncoder
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
+from django.middleware.csrf import CsrfViewMiddleware
+from django.views.decorators.csrf import csrf_exempt
+from pydantic import ValidationError
+
+from a2a import services
+from a2a.auth import Unauthenticated, authenticate
+from a2a.jsonrpc.streaming import group_name, wait_for_news
+from a2a.lifecycle import PAUSED, State
+from a2a.models import Task
+from agui import bridge, selectors
+from agui.models import AguiEvent, Interrupt
+from agui.projector import TEXT
+from agui.schemas import response_schema
+
+log = logging.getLogger(__name__)
+STOPS = {
+    State.INPUT_REQUIRED,
+    State.AUTH_REQUIRED,
+    State.PAUSED_BY_CLIENT,
+    State.PAUSED_BY_AGENT,
+    State.COMPLETED,
+    State.CANCELED,
+    State.FAILED,
+    State.REJECTED,
+}
+POLL = 0.25
+
+
+def _enc(event) -> bytes:
+    return EventEncoder().encode(event).encode()
+
+
+def _rows(task_id: str, after: int) -> tuple[list[tuple], str, int]:
+    """New log rows of the task, then its state and version (read after the rows: if the
+    state is a stop, every row up to it has been read)."""
+    rows = list(
+        AguiEvent.objects.filter(task_id=task_id, id__gt=after)
+        .order_by("id")
+        .values_list("id", "task_version", "type", "event")
+    )
+    state, version = Task.objects.filter(pk=task_id).values_list("state", "version").get()
+    return rows, state, version
+
+
+def _opening(plan: bridge.RunPlan) -> tuple[dict, list[Interrupt], int]:
+    ids = bridge.thread_task_ids(plan.context_id)
+    cursor = selectors.cursor()
+    return (
+        selectors.snapshot(ids),
+        list(Interrupt.objects.filter(interrupt_id__in=plan.resumed)),
+        cursor,
+    )
+
+
+def _ending(task_id: str) -> tuple[str, dict, list[Interrupt], str, str]:
+    task = Task.objects.select_related("status_message").get(pk=task_id)
+    snapshot = selectors.snapshot(bridge.thread_task_ids(task.context_id))
+    pending = list(Interrupt.objects.filter(task_id=task_id, pending=True))
+    failure = task.events.filter(kind__in=["failed", "rejected", "timed_out"]).last()
+    text = ""
+    if task.status_message is not None:
+        text = " ".join(p.get("text", "") for p in task.status_message.parts)
+    return task.state, snapshot, pending, (failure.reason if failure else ""), text
+
+
+def _interrupt(i: Interrupt, context_id: str) -> AguiInterrupt:
+    content = i.content
+    if i.kind == Interrupt.Kind.INPUT_REQUEST:
+        request = content.get("request") or {}
+        return AguiInterrupt(
+            id=i.interrupt_id,
+            reason="input_required",
+            message=content.get("explanation") or request.get("title") or "Input required",
+            response_schema=response_schema(request),
+            metadata={
+                "taskId": i.task_id,
+                "contextId": context_id,
+                "requestId": i.request_id,
+                "request": request,
+            },
+        )
+    return AguiInterrupt(
+        id=i.interrupt_id,
+        reason="a2a:paused",
+        message=f"Paused by {content.get('initiator')}: {content.get('reason') or 'no reason'}",
+        metadata={"taskId": i.task_id, "contextId": context_id, "pause": content},
+    )
+
+
+async def _stream(run: RunAgentInput, actor: services.Actor) -> AsyncIterator[bytes]:
+    try:
+        plan = await database_sync_to_async(bridge.start_run)(run, actor)
+    except bridge.RunRefused as refused:
+        yield _enc(RunErrorEvent(message=refused.message, code=refused.code))
+        return
+    outcome = "error"
+    layer = get_channel_layer()
+    channel = None
+    try:
+        if layer is not None:
+            channel = await layer.new_channel()
+            await layer.group_add(group_name(plan.task_id), channel)
+        yield _enc(
+            RunStartedEvent(
+                thread_id=plan.thread_id, run_id=plan.run_id, protocol_version=PROTOCOL_VERSION
+            )
+        )
+        snapshot, resumed, cursor = await database_sync_to_async(_opening)(plan)
+        yield _enc(StateSnapshotEvent(snapshot=snapshot))
+        for i in resumed:
+            yield _enc(
+                ActivitySnapshotEvent(
+                    message_id=i.interrupt_id, activity_type=i.kind, content=i.content
+                )
+            )
+        fetch = database_sync_to_async(_rows, thread_sensitive=False)
+        while True:
+            rows, state, version = await fetch(plan.task_id, cursor)
+            for row_id, _, type_, event in rows:
+                cursor = row_id
+                if type_ == TEXT:
+                    yield _enc(TextMessageStartEvent(message_id=event["messageId"]))
+                    yield _enc(
+                        TextMessageContentEvent(message_id=event["messageId"], delta=event["text"])
+                    )
+                    yield _enc(TextMessageEndEvent(message_id=event["messageId"]))
+                else:
+                    yield f"data: {_json(event)}\n\n".encode()
+            if state in STOPS and (not rows or rows[-1][1] >= version):
+                break
+            if not rows:
+                await wait_for_news(layer, channel, POLL)
+        state, snapshot, pending, failure, text = await database_sync_to_async(_ending)(
+            plan.task_id
+        )
+        if state in (State.FAILED, State.REJECTED):
+            outcome = state
+            yield _enc(RunErrorEvent(message=failure or f"task {state}", code=f"a2a:{state}"))
+            return
+        if state == State.CANCELED:
+            outcome = "cancelled"
+            yield _enc(
+                RunFinishedEvent(
+                    thread_id=plan.thread_id,
+                    run_id=plan.run_id,
+                    outcome=RunFinishedCancelledOutcome(),
+                )
+            )
+            return
+        if state == State.COMPLETED:
+            outcome = "success"
+            yield _enc(
+                RunFinishedEvent(thread_id=plan.thread_id, run_id=plan.run_id, result=text or None)
+            )
+            return
+        wanted = Interrupt.Kind.PAUSE if state in PAUSED else Interrupt.Kind.INPUT_REQUEST
+        interrupts = [_interrupt(i, plan.context_id) for i in pending if i.kind == wanted]
+        yield _enc(StateSnapshotEvent(snapshot=snapshot))
+        if not interrupts:  # waiting without a structured request (auth-required)
+            outcome = "error"
+            yield _enc(RunErrorEvent(message=f"task is {state}", code=f"a2a:{state}"))
+            return
+        outcome = "interrupt"
+        yield _enc(
+            RunFinishedEvent(
+                thread_id=plan.thread_id,
+                run_id=plan.run_id,
+                outcome=RunFinishedInterruptOutcome(interrupts=interrupts),
+            )
+        )
+    except Exception:
+        log.exception("AG-UI run %s failed", plan.run_id)
+        yield _enc(RunErrorEvent(message="the server failed while running", code="internal"))
+    finally:
+        if layer is not None and channel is not None:
+            try:
+                await layer.group_discard(group_name(plan.task_id), channel)
+            except Exception:
+                log.debug("group_discard failed")
+        await database_sync_to_async(bridge.finish_run)(plan.run_id, outcome)
+
+
+def _json(event: dict[str, Any]) -> str:
+    return json.dumps(event, separators=(",", ":"))
+
+
+async def _actor(request: HttpRequest) -> tuple[services.Actor | None, int, str]:
+    header = request.headers.get("Authorization")
+    if header:
+        try:
+            principal = await database_sync_to_async(authenticate)(header)
+        except Unauthenticated as exc:
+            return None, 401, str(exc)
+        if "write" not in principal.scopes:
+            return None, 403, "needs an API key with the 'write' scope"
+        return principal.actor, 200, ""
+    user = await request.auser()
+    if not user.is_authenticated:
+        return None, 401, "sign in, or send `Authorization: Bearer <key>`"
+    if CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {}) is not None:
+        return None, 403, "CSRF check failed"
+    if not await database_sync_to_async(user.has_perm)("a2a.operate_task"):
+        return None, 403, "viewers cannot start or resume runs"
+    return services.Actor("operator", user.get_username()), 200, ""
+
+
+@csrf_exempt  # API-key callers carry no cookie; session callers are CSRF-checked in _actor
+async def run_endpoint(request: HttpRequest):
+    if request.method != "POST":
+        response = JsonResponse({"detail": "POST a RunAgentInput here"}, status=405)
+        response["Allow"] = "POST"
+        return response
+    actor, status, detail = await _actor(request)
+    if actor is None:
+        response = JsonResponse({"detail": detail}, status=status)
+        if status == 401:
+            response["WWW-Authenticate"] = 'Bearer realm="taskdeck"'
+        return response
+    try:
+        run = RunAgentInput.model_validate_json(request.body)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False, include_context=False, include_input=False)
+        return JsonResponse({"detail": "not a RunAgentInput", "errors": errors}, status=422)
+    response = StreamingHttpResponse(
+        _stream(run, actor), content_type=EventEncoder().get_content_type()
+    )
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
