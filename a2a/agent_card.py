@@ -28,6 +28,18 @@ def base_url(request: HttpRequest) -> str:
     return (configured or request.build_absolute_uri("/")).rstrip("/")
 
 
+PAUSE_PARAMS = {
+    "supportsPause": True,
+    "supportsAwaitResumption": True,
+    "resumeCauses": list(Suspension.Cause.values),
+    "states": ["paused-by-client", "paused-by-agent"],
+    "methods": ["tasks/pause", "tasks/await_resumption", "tasks/resume"],
+    "methods10": ["PauseTask", "AwaitTaskResumption", "ResumeTask"],
+    "pauseModes": list(Suspension.Mode.values),
+    "onTimeout": ["fail", "resume_with_summary", "resume_with_input"],
+}
+
+
 def build_card(url: str) -> dict[str, Any]:
     return {
         "protocolVersion": PROTOCOL_VERSION,
@@ -41,7 +53,7 @@ def build_card(url: str) -> dict[str, Any]:
         "version": "0.1.0",
         "provider": {"organization": "Taskdeck", "url": url},
         "capabilities": {
-            "streaming": False,
+            "streaming": True,
             "pushNotifications": False,
             "stateTransitionHistory": True,
             "supportsPause": True,
@@ -54,12 +66,7 @@ def build_card(url: str) -> dict[str, Any]:
                     "paused-by-agent) with tasks/pause, tasks/await_resumption and "
                     "tasks/resume.",
                     "required": False,
-                    "params": {
-                        "states": ["paused-by-client", "paused-by-agent"],
-                        "methods": ["tasks/pause", "tasks/await_resumption", "tasks/resume"],
-                        "pauseModes": list(Suspension.Mode.values),
-                        "onTimeout": ["fail", "resume_with_summary", "resume_with_input"],
-                    },
+                    "params": PAUSE_PARAMS,
                 },
                 {
                     "uri": BINDU_EXTENSION_URI,
@@ -94,13 +101,68 @@ def build_card(url: str) -> dict[str, Any]:
     }
 
 
+def build_card_10(url: str) -> dict[str, Any]:
+    """The A2A 1.0 card: `supportedInterfaces`, 1.0 security objects, and nothing the 1.0
+    schema rejects (so the pause capabilities live in the extension's params)."""
+    card_03 = build_card(url)
+    return {
+        "name": card_03["name"],
+        "description": card_03["description"],
+        "version": card_03["version"],
+        "provider": card_03["provider"],
+        "supportedInterfaces": [
+            {"url": f"{url}/a2a/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+        ],
+        "capabilities": {
+            "streaming": card_03["capabilities"]["streaming"],
+            "pushNotifications": card_03["capabilities"]["pushNotifications"],
+            "extensions": [
+                {
+                    "uri": PAUSE_EXTENSION_URI,
+                    "description": card_03["capabilities"]["extensions"][0]["description"],
+                    "required": False,
+                    "params": PAUSE_PARAMS,
+                },
+                {
+                    "uri": BINDU_EXTENSION_URI,
+                    "description": card_03["capabilities"]["extensions"][1]["description"],
+                    "required": False,
+                },
+            ],
+        },
+        "securitySchemes": {
+            "bearer": {
+                "httpAuthSecurityScheme": {
+                    "scheme": "Bearer",
+                    "description": card_03["securitySchemes"]["bearer"]["description"],
+                }
+            }
+        },
+        "securityRequirements": [{"schemes": {"bearer": {"list": []}}}],
+        "defaultInputModes": card_03["defaultInputModes"],
+        "defaultOutputModes": card_03["defaultOutputModes"],
+        "skills": card_03["skills"],
+    }
+
+
+def wanted_version(request: HttpRequest) -> str:
+    header = (request.headers.get("A2A-Version") or "").strip()
+    if header:
+        return "1.0" if header.split(".", 1)[0] == "1" else "0.3"
+    return settings.TASKDECK.get("CARD_DEFAULT_VERSION", "0.3")
+
+
 @csrf_exempt  # read-only: require_safe answers 405 to anything unsafe
 @require_safe
 def agent_card(request: HttpRequest) -> JsonResponse:
-    card = build_card(base_url(request))
+    """Each protocol version gets its own card (the 1.0 schema rejects 0.3 fields and
+    vice versa), chosen by the A2A-Version header like every other request."""
+    url = base_url(request)
+    card = build_card_10(url) if wanted_version(request) == "1.0" else build_card(url)
     body = json.dumps(card, sort_keys=True).encode()
     response = JsonResponse(card)
     response["ETag"] = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
     response["Last-Modified"] = http_date(_STARTED.timestamp())
     response["Cache-Control"] = "public, max-age=300"
+    response["Vary"] = "A2A-Version"
     return response

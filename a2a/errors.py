@@ -12,6 +12,7 @@ __all__ = [
     "TaskError",
     "TaskNotFound",
     "TransitionRefused",
+    "Unsupported",
     "ValidationFailed",
 ]
 
@@ -40,6 +41,10 @@ class NotAllowedNow(TaskError):
     def __init__(self, state: State, message: str) -> None:
         self.state = state
         super().__init__(message)
+
+
+class Unsupported(TaskError):
+    """Something Taskdeck does not offer (e.g. an extended agent card)."""
 
 
 def refusal_hint(exc: TransitionRefused) -> str:

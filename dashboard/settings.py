@@ -166,6 +166,10 @@ TASKDECK = {
     # A stream re-reads the task's event log at least this often (channel-layer
     # announcements wake it sooner).
     "STREAM_POLL_SECONDS": float(os.environ.get("TASKDECK_STREAM_POLL_SECONDS", 0.25)),
+    # How long a blocking message/send (1.0 SendMessage by default) waits for the agent.
+    "BLOCKING_SEND_SECONDS": float(os.environ.get("TASKDECK_BLOCKING_SEND_SECONDS", 25)),
+    # Which agent card a request without A2A-Version gets: "0.3" (the spec) or "1.0".
+    "CARD_DEFAULT_VERSION": os.environ.get("TASKDECK_CARD_DEFAULT_VERSION", "0.3"),
     # Largest JSON-RPC request body accepted, in bytes.
     "MAX_REQUEST_BYTES": int(os.environ.get("TASKDECK_MAX_REQUEST_BYTES", 1_000_000)),
     # Agents (modules with SKILL and `async def run(ctx)`); each is a skill on the card.
@@ -175,10 +179,11 @@ TASKDECK = {
         "a2a.runtime.agents.scheduled",
         "a2a.runtime.agents.batch",
         "a2a.runtime.agents.budget",
+        "a2a.runtime.agents.tck",  # the A2A conformance kit's scripted agent
         # more agent modules, comma-separated (your own agents, or test agents)
         *env_list("TASKDECK_EXTRA_AGENTS"),
     ],
-    "DEFAULT_SKILL": "approval",
+    "DEFAULT_SKILL": os.environ.get("TASKDECK_DEFAULT_SKILL", "approval"),
     "RUNTIME": {
         # How long a worker's claim on a task lasts without a heartbeat (a dead worker's
         # task is taken over after this).

@@ -18,6 +18,7 @@ from a2a.lifecycle import State
 from a2a.models import Artifact, Message, Suspension, Task, TaskEvent
 
 AGENT = services.Actor("agent", "test-agent")
+WORKERS_RUNNING = False  # set by tests/runtime's `runtime` fixture
 CLIENT = services.Actor("client", "test")
 
 
@@ -152,6 +153,11 @@ def make_task(transactional_db) -> Callable[..., Task]:
     """make_task(state="working") -> a Task in that state, made through the services."""
 
     def make(state: str | State = State.SUBMITTED, text: str = "hello", **kw) -> Task:
+        if WORKERS_RUNNING:
+            pytest.fail(
+                "make_task drives tasks by hand, but agent workers are running in this "
+                "session and would drive them too: run this test before tests/runtime"
+            )
         task = services.create_task(user_message(text), actor=CLIENT, skill="approval", **kw)
         _to(State(state), task.id)
         return Task.objects.get(pk=task.id)

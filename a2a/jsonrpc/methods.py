@@ -15,13 +15,13 @@ from rest_framework import serializers
 
 from a2a import selectors, services
 from a2a.auth import Principal
-from a2a.errors import TaskNotFound, ValidationFailed
-from a2a.lifecycle import Dialect
+from a2a.errors import NotAllowedNow, TaskNotFound, Unsupported, ValidationFailed
+from a2a.lifecycle import TERMINAL, Dialect, State
 from a2a.models import Task
 from a2a.runtime import registry
 
 from . import params as p
-from . import streaming, wire
+from . import streaming, wire, wire10
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,7 @@ class Call:
     principal: Principal
     dialect: Dialect
     last_event_id: int | None = None  # from the Last-Event-ID header of a reconnecting stream
+    version: str = "0.3"  # the wire version of the method called: "0.3" or "1.0"
 
     @property
     def actor(self) -> services.Actor:
@@ -41,6 +42,9 @@ class Method:
     params: type[serializers.Serializer]
     scope: str
     streaming: bool = False  # the handler returns a StreamPlan; the answer is SSE
+    version: str = "0.3"  # 1.0 methods take 1.0 params and answer in the 1.0 wire format
+    # 1.0 methods: turns the handler's 0.3-shaped result into the 1.0 wire format
+    to_10: Callable[[Any], Any] | None = None
 
 
 def _task_dict(task_id: str, call: Call, history_length: int | None = None) -> dict:
@@ -72,6 +76,21 @@ def stream_message(params: dict, call: Call) -> streaming.StreamPlan:
     return streaming.plan(task_id, call.dialect, None)
 
 
+def subscribe(params: dict, call: Call) -> streaming.StreamPlan:
+    """1.0 SubscribeToTask: the task first, then its events until it ends; a task that has
+    already ended has nothing to subscribe to (-32004, as the a2a-sdk answers)."""
+    state = Task.objects.filter(pk=params["task"]).values_list("state", flat=True).first()
+    if state is None:
+        raise TaskNotFound(params["task"])
+    if state in TERMINAL:
+        raise NotAllowedNow(State(state), f"task is {state} (terminal); nothing to subscribe to")
+    return streaming.plan(params["task"], call.dialect, call.last_event_id, until_terminal=True)
+
+
+def extended_card(params: dict, call: Call) -> dict:
+    raise Unsupported("this agent has no authenticated extended card")
+
+
 def resubscribe(params: dict, call: Call) -> streaming.StreamPlan:
     last = call.last_event_id
     meta_last = (params.get("metadata") or {}).get("lastEventId")
@@ -79,7 +98,7 @@ def resubscribe(params: dict, call: Call) -> streaming.StreamPlan:
         if not isinstance(meta_last, int) or isinstance(meta_last, bool) or meta_last < 0:
             raise ValidationFailed({"metadata.lastEventId": ["must be a non-negative integer"]})
         last = meta_last
-    return streaming.plan(params["task"], call.dialect, last)
+    return streaming.plan(params["task"], call.dialect, last, until_terminal=True)
 
 
 def _history_length(params: dict) -> int | None:
@@ -202,3 +221,40 @@ METHODS: dict[str, Method] = {
     "tasks/resume": Method(resume_task, p.ResumeParams, "write"),
     "tasks/await_resumption": Method(await_resumption, p.AwaitResumptionParams, "agent"),
 }
+
+
+def _send_10(result: dict) -> dict:
+    return {"task": wire10.task(result)}
+
+
+def _list_10(result: dict) -> dict:
+    return {**result, "tasks": [wire10.task(t) for t in result["tasks"]]}
+
+
+def _states_10(result: dict) -> dict:
+    """Pause/resume/await results: their states in TASK_STATE_* form."""
+    out = dict(result)
+    for key in ("state", "previousState"):
+        if key in out:
+            out[key] = wire10.STATE_10.get(out[key], out[key])
+    return out
+
+
+def _v10(handler, params, scope: str, to_10=None, streaming: bool = False) -> Method:
+    return Method(handler, params, scope, streaming=streaming, version="1.0", to_10=to_10)
+
+
+METHODS.update(
+    {
+        "SendMessage": _v10(send_message, p.MessageSendParams, "write", _send_10),
+        "SendStreamingMessage": _v10(stream_message, p.MessageSendParams, "write", streaming=True),
+        "GetTask": _v10(get_task, p.TaskQueryParams, "read", wire10.task),
+        "ListTasks": _v10(list_tasks, p.TaskListParams, "read", _list_10),
+        "CancelTask": _v10(cancel_task, p.TaskIdParams, "write", wire10.task),
+        "SubscribeToTask": _v10(subscribe, p.TaskIdParams, "read", streaming=True),
+        "GetExtendedAgentCard": _v10(extended_card, p.EmptyParams, "read"),
+        "PauseTask": _v10(pause_task, p.PauseParams, "write", _states_10),
+        "ResumeTask": _v10(resume_task, p.ResumeParams, "write", _states_10),
+        "AwaitTaskResumption": _v10(await_resumption, p.AwaitResumptionParams, "agent", _states_10),
+    }
+)

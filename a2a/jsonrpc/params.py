@@ -94,8 +94,10 @@ class MessageSerializer(serializers.Serializer):
 class SendConfigurationSerializer(serializers.Serializer):
     acceptedOutputModes = serializers.ListField(child=StrictCharField(), required=False)
     historyLength = StrictIntegerField(min_value=0, required=False)
-    blocking = StrictBooleanField(required=False)
-    pushNotificationConfig = ObjectField(required=False)
+    blocking = StrictBooleanField(required=False)  # 0.3: wait for the agent to settle
+    returnImmediately = StrictBooleanField(required=False)  # 1.0: don't wait
+    pushNotificationConfig = ObjectField(required=False)  # 0.3 inline push config
+    taskPushNotificationConfig = ObjectField(required=False)  # 1.0 inline push config
 
 
 class MessageSendParams(serializers.Serializer):
@@ -135,6 +137,10 @@ class TaskIdParams(TaskRefMixin):
     primary_name = "id"
     metadata = ObjectField(required=False)
     reason = StrictCharField(required=False, allow_blank=True, max_length=2000)
+
+
+class EmptyParams(serializers.Serializer):
+    """Methods without parameters (unknown keys are ignored, as ProtoJSON does)."""
 
 
 class TaskListParams(serializers.Serializer):

@@ -77,9 +77,17 @@ class StreamPlan:
     task_id: str
     cursor: int  # stream events with a larger id
     first: dict[str, Any] | None  # the Task event sent first, or None on a resumed stream
+    # Subscriptions end only when the task ends; a message stream ends with its turn
+    # (input-required / auth-required too), as A2A clients expect.
+    until_terminal: bool = False
+
+    def ends_at(self, state: str) -> bool:
+        return state in (TERMINAL if self.until_terminal else FINAL_STATES)
 
 
-def plan(task_id: str, dialect: Dialect, last_event_id: int | None) -> StreamPlan:
+def plan(
+    task_id: str, dialect: Dialect, last_event_id: int | None, *, until_terminal: bool = False
+) -> StreamPlan:
     """Cursor first, then the task: an event committed between the two reads is sent again
     (harmless: it carries the state the snapshot already shows), never lost."""
     if last_event_id is not None:
@@ -87,13 +95,13 @@ def plan(task_id: str, dialect: Dialect, last_event_id: int | None) -> StreamPla
             from a2a.errors import TaskNotFound
 
             raise TaskNotFound(task_id)
-        return StreamPlan(task_id, last_event_id, None)
+        return StreamPlan(task_id, last_event_id, None, until_terminal)
     cursor = (
         TaskEvent.objects.filter(task_id=task_id).order_by("-id").values_list("id", flat=True)
     ).first() or 0
     view = get_task(task_id)
     first = wire.task(view, dialect)
-    return StreamPlan(task_id, cursor, first)
+    return StreamPlan(task_id, cursor, first, until_terminal)
 
 
 def _status_metadata(event: TaskEvent) -> dict[str, Any] | None:
@@ -168,6 +176,7 @@ def events_after(
             "contextId": task.context_id,
             "status": status,
             "final": final,
+            "_state": state,  # the stored state (Bindu shows "suspended"); dropped on send
         }
         meta = _status_metadata(e)
         if meta is not None:
@@ -176,7 +185,13 @@ def events_after(
     return out
 
 
+def view_state(task_dict: dict[str, Any]) -> str:
+    state = task_dict["status"]["state"]
+    return State.PAUSED_BY_CLIENT if state == wire.BINDU_SUSPENDED else state
+
+
 def _frame(rpc_id: Any, result: dict[str, Any], event_id: int | None) -> bytes:
+    result = {k: v for k, v in result.items() if k != "_state"}
     body = json.dumps({"jsonrpc": "2.0", "id": rpc_id, "result": result}, separators=(",", ":"))
     head = f"id: {event_id}\n" if event_id is not None else ""
     return f"{head}data: {body}\n\n".encode()
@@ -199,15 +214,18 @@ async def stream(
             await layer.group_add(group, channel)
         if sp.first is not None:
             yield _frame(rpc_id, wrap(sp.first), cursor)
-            if sp.first["status"]["state"] in FINAL_STATES:
+            if sp.ends_at(view_state(sp.first)):
                 return
         idle = 0.0
         while True:
             batch = await fetch(sp.task_id, cursor, dialect)
-            for event_id, item, final in batch:
+            for event_id, item, _ in batch:
                 cursor = event_id
+                ends = item.get("kind") == "status-update" and sp.ends_at(item["_state"])
+                if "final" in item:
+                    item = {**item, "final": ends}
                 yield _frame(rpc_id, wrap(item), event_id)
-                if final:
+                if ends:
                     return
             if batch:
                 idle = 0.0

@@ -22,13 +22,15 @@ from rest_framework import serializers
 
 from a2a.auth import Principal, Unauthenticated, authenticate
 
-from . import dialects, streaming
+from . import dialects, settle, streaming, wire10
 from .errors import (
+    CONTENT_TYPE_NOT_SUPPORTED,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
+    VERSION_NOT_SUPPORTED,
     JsonRpcError,
     from_domain,
     invalid_params,
@@ -39,10 +41,12 @@ from .params import flatten_errors
 log = logging.getLogger(__name__)
 
 
-def _response(rpc_id: Any, *, result: Any = None, error: JsonRpcError | None = None):
+def _response(
+    rpc_id: Any, *, result: Any = None, error: JsonRpcError | None = None, version: str = "0.3"
+):
     body: dict[str, Any] = {"jsonrpc": "2.0", "id": rpc_id}
     if error is not None:
-        body["error"] = error.as_dict()
+        body["error"] = error.as_dict(version)
         status = error.http_status
     else:
         body["result"] = result
@@ -85,8 +89,6 @@ def _parse(request: HttpRequest) -> tuple[Any, dict[str, Any]]:
         raise JsonRpcError(INVALID_REQUEST, "id must be a string, a number or null")
     if payload.get("jsonrpc") != "2.0":
         raise JsonRpcError(INVALID_REQUEST, 'jsonrpc must be "2.0"', {"id": rpc_id})
-    if "id" not in payload:
-        raise JsonRpcError(INVALID_REQUEST, "id is required (notifications are not supported)")
     if not isinstance(payload.get("method"), str):
         raise JsonRpcError(INVALID_REQUEST, "method must be a string", {"id": rpc_id})
     if "params" in payload and not isinstance(payload["params"], dict):
@@ -116,6 +118,53 @@ _run_in_thread = database_sync_to_async(_run, thread_sensitive=False)
 _authenticate = database_sync_to_async(authenticate, thread_sensitive=False)
 
 
+def _version_error(request: HttpRequest, method_version: str) -> JsonRpcError | None:
+    """A2A-Version negotiation as the a2a-sdk 1.x does it: no header means 0.3; 1.0
+    methods need a 1.x header; an unknown major version is refused for any method."""
+    header = (request.headers.get("A2A-Version") or "").strip()
+    major = header.split(".", 1)[0] if header else "0"
+    if major not in ("0", "1"):
+        return JsonRpcError(VERSION_NOT_SUPPORTED, f"A2A version {header!r} is not supported")
+    if method_version == "1.0" and major != "1":
+        return JsonRpcError(
+            VERSION_NOT_SUPPORTED,
+            f"A2A version {header or '0.3'!r} cannot call a 1.0 method: "
+            "send the header A2A-Version: 1.0",
+        )
+    return None
+
+
+def _content_type_error(request: HttpRequest) -> JsonRpcError | None:
+    content_type = (request.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+    if content_type and content_type != "application/json" and not content_type.endswith("+json"):
+        return JsonRpcError(
+            CONTENT_TYPE_NOT_SUPPORTED,
+            f"send JSON-RPC as application/json, not {content_type}",
+        )
+    return None
+
+
+def _blocking(name: str, params: dict) -> bool:
+    """1.0 SendMessage waits for the agent unless returnImmediately; 0.3 message/send only
+    when configuration.blocking is true."""
+    config = params.get("configuration") if isinstance(params, dict) else None
+    config = config if isinstance(config, dict) else {}
+    if name == "SendMessage":
+        return not (config.get("returnImmediately") or config.get("return_immediately"))
+    return name == "message/send" and config.get("blocking") is True
+
+
+def _sse(chunks) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(chunks, content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
+
+
+async def _one_event(frame: bytes):
+    yield frame
+
+
 @csrf_exempt
 async def endpoint(request: HttpRequest):
     if request.method != "POST":
@@ -125,11 +174,12 @@ async def endpoint(request: HttpRequest):
         )
         response["Allow"] = "POST"
         return response
-    rpc_id: Any = None
     try:
         principal: Principal = await _authenticate(request.headers.get("Authorization"))
     except Unauthenticated as exc:
         return _response(None, error=JsonRpcError(INVALID_REQUEST, str(exc), http_status=401))
+    if (err := _content_type_error(request)) is not None:
+        return _response(None, error=err)
     try:
         rpc_id, payload = _parse(request)
     except JsonRpcError as err:
@@ -137,38 +187,67 @@ async def endpoint(request: HttpRequest):
     name = payload["method"]
     if name not in METHODS:
         return _response(rpc_id, error=JsonRpcError(METHOD_NOT_FOUND, f"no method {name!r}"))
-    scope = METHODS[name].scope
-    if scope not in principal.scopes:
+    method = METHODS[name]
+    version = method.version
+    if (err := _version_error(request, version)) is not None:
+        return _response(rpc_id, error=err, version=version)
+    if method.scope not in principal.scopes:
         return _response(
             rpc_id,
             error=JsonRpcError(
                 INVALID_REQUEST,
-                f"{name} needs an API key with the {scope!r} scope",
-                {"requiredScope": scope},
+                f"{name} needs an API key with the {method.scope!r} scope",
+                {"requiredScope": method.scope},
                 http_status=403,
             ),
+            version=version,
         )
     params = payload.get("params") or {}
+    if version == "1.0":
+        params = wire10.params_to_03(name, params)
     try:
         last_event_id = _last_event_id(request)
     except JsonRpcError as err:
-        return _response(rpc_id, error=err)
+        return _response(rpc_id, error=err, version=version)
     call = Call(
         principal=principal,
         dialect=dialects.choose(request.headers, params),
         last_event_id=last_event_id,
+        version=version,
     )
     outcome = await _run_in_thread(name, params, call)
     if isinstance(outcome, JsonRpcError):
-        return _response(rpc_id, error=outcome)
+        if method.streaming and version == "0.3":
+            # 0.3 clients read a stream method's answer as SSE, errors included
+            body = {"jsonrpc": "2.0", "id": rpc_id, "error": outcome.as_dict(version)}
+            frame = f"data: {json.dumps(body, separators=(',', ':'))}\n\n".encode()
+            return _sse(_one_event(frame))
+        return _response(rpc_id, error=outcome, version=version)
     if isinstance(outcome, streaming.StreamPlan):
-        response = StreamingHttpResponse(
-            streaming.stream(outcome, rpc_id, call.dialect), content_type="text/event-stream"
-        )
-        response["Cache-Control"] = "no-cache"
-        response["X-Accel-Buffering"] = "no"
-        return response
-    return _response(rpc_id, result=outcome)
+        wrap = wire10.stream_event if version == "1.0" else None
+        return _sse(streaming.stream(outcome, rpc_id, call.dialect, wrap=wrap))
+    if _blocking(name, params) and isinstance(outcome, dict) and "id" in outcome:
+        await settle.until_settled(outcome["id"])
+        outcome = await _run_in_thread_reread(name, params, call, outcome["id"])
+        if isinstance(outcome, JsonRpcError):
+            return _response(rpc_id, error=outcome, version=version)
+    if version == "1.0" and method.to_10 is not None:
+        outcome = method.to_10(outcome)
+    return _response(rpc_id, result=outcome, version=version)
+
+
+def _reread(name: str, params: dict, call: Call, task_id: str) -> Any:
+    """The task again after a blocking send settled (same history length as asked)."""
+    from .methods import _task_dict
+
+    history = (params.get("configuration") or {}).get("historyLength")
+    try:
+        return _task_dict(task_id, call, history)
+    except Exception as exc:
+        return from_domain(exc, call.dialect) or JsonRpcError(INTERNAL_ERROR, "read failed")
+
+
+_run_in_thread_reread = database_sync_to_async(_reread, thread_sensitive=False)
 
 
 def _last_event_id(request: HttpRequest) -> int | None:

@@ -39,6 +39,11 @@ class Stop(Exception):
         super().__init__(why)
 
 
+IDLE = object()
+"""Returned by an agent that has nothing to do until the next message: the task stays
+`working` instead of completing (a long-lived conversation)."""
+
+
 class NonDeterministicReplay(Exception):
     """The agent asked for a different step than the one recorded at this position."""
 
@@ -113,6 +118,14 @@ class AgentContext:
             )
             return [{"role": "system", "text": digest, "digest": True}]
         return list(self._full_transcript)
+
+    @property
+    def last_user_message(self) -> dict[str, Any]:
+        """The latest user message of the task (text, data, messageId)."""
+        for m in reversed(self._full_transcript):
+            if m["role"] == "user":
+                return m
+        return {"role": "user", "text": "", "data": [], "messageId": ""}
 
     @property
     def request_text(self) -> str:
@@ -218,14 +231,18 @@ class AgentContext:
         *,
         text: str | None = None,
         data: dict | None = None,
+        file: dict | None = None,
         artifact_id: str | None = None,
         append: bool = False,
     ) -> str:
+        """`file` is an A2A file object: {"bytes" | "uri", "name"?, "mimeType"?}."""
         parts: list[dict[str, Any]] = []
         if text is not None:
             parts.append({"kind": "text", "text": text})
         if data is not None:
             parts.append({"kind": "data", "data": data})
+        if file is not None:
+            parts.append({"kind": "file", "file": file})
         return await self._effect(
             f"artifact:{name}",
             lambda: (

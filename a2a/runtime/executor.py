@@ -20,7 +20,7 @@ from a2a.errors import TaskError, TransitionRefused
 from a2a.lifecycle import TERMINAL, State
 from a2a.models import Suspension, Task
 from a2a.runtime import leases, registry
-from a2a.runtime.context import AgentContext, NonDeterministicReplay, ResumeInfo, Stop
+from a2a.runtime.context import IDLE, AgentContext, NonDeterministicReplay, ResumeInfo, Stop
 from a2a.runtime.models import StepRecord
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,10 @@ def _snapshot(task_id: str) -> tuple[Task, dict[int, StepRecord], list[dict], Re
     if task.state == State.SUBMITTED:
         task = services.start_task(task_id, actor=services.Actor("agent", task.skill))
     steps = {s.seq: s for s in StepRecord.objects.filter(task_id=task_id)}
-    transcript = [_message(m.role, m.parts) for m in task.messages.order_by("seq")]
+    transcript = [
+        {**_message(m.role, m.parts), "messageId": m.message_id}
+        for m in task.messages.order_by("seq")
+    ]
     last = (
         Suspension.objects.filter(task_id=task_id, ending=Suspension.Ending.RESUMED)
         .order_by("-ended_at", "-id")
@@ -101,6 +104,8 @@ async def _watch(task_id: str, runner: asyncio.Task, why: list[str]) -> None:
 
 
 def _finish(task_id: str, actor: services.Actor, value: Any) -> str:
+    if value is IDLE:
+        return "idle: waiting for the next message"
     task = Task.objects.get(pk=task_id)
     if task.state != State.WORKING:
         return f"stopped before completing: task is {task.state}"

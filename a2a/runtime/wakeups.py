@@ -1,5 +1,5 @@
 """Listens to task events (in the writer's transaction) and queues a run when a task becomes
-runnable: created, answered, resumed to work.
+runnable: created, answered, resumed to work, or given a new user message.
 
 The job row is written in the same transaction as the change (the database backend shares
 the connection), so a committed wakeup always has its job and a rolled-back one never does.
@@ -13,12 +13,14 @@ from a2a.lifecycle import State
 from a2a.models import TaskEvent
 from a2a.runtime import leases
 
-WAKING_KINDS = {"created", "resumed", "input_provided"}
+WAKING_KINDS = {"created", "resumed", "input_provided", "message_added"}
 
 
 def on_task_event(event: TaskEvent) -> None:
     if event.kind not in WAKING_KINDS:
         return
+    if event.kind == "message_added" and event.data.get("role") != "user":
+        return  # the agent's own output wakes nobody
     if event.to_state not in (State.SUBMITTED, State.WORKING):
         return  # e.g. resumed back to input-required: waits for its answer, not for a worker
     leases.want(event.task_id)

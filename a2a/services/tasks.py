@@ -65,13 +65,10 @@ def add_message(task_id: str, message: IncomingMessage, *, actor: Actor) -> Task
                 state, f"task is {state.value}; resume it (tasks/resume) before sending messages"
             )
         if state in (State.COMPLETED, State.FAILED, State.CANCELED, State.REJECTED):
-            raise ValidationFailed(
-                {
-                    "message.taskId": [
-                        f"task is {state.value} (terminal) and takes no more messages; "
-                        "start a new task with referenceTaskIds instead"
-                    ]
-                }
+            raise NotAllowedNow(
+                state,
+                f"task is {state.value} (terminal) and takes no more messages; "
+                "start a new task with referenceTaskIds instead",
             )
         if find_data_part(message.parts, RESPONSE_TYPE) is not None:
             raise NotAllowedNow(

@@ -27,7 +27,7 @@ def test_card_advertises_pause_and_security(http, asgi_server, path):
         "timeout",
         "external_event",
     }
-    assert caps["streaming"] is False  # not until message/stream exists
+    assert caps["streaming"] is True
     assert any("pause" in ext["uri"] for ext in caps["extensions"])
     assert card["url"] == f"{asgi_server}/a2a/" and card["preferredTransport"] == "JSONRPC"
     assert card["securitySchemes"]["bearer"] == {

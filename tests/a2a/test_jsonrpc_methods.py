@@ -705,7 +705,6 @@ def _invalid(task_id: str, case: str) -> Any:
         ("id true", True),
         ("id an object", True),
         ("id an array", True),
-        ("id missing", True),
     ],
 )
 def test_invalid_request(rpc, unchanged, make_task, case, null_id):
@@ -891,7 +890,8 @@ def test_send_to_a_paused_task(rpc, unchanged, make_task, state):
 def test_send_to_a_terminal_task(rpc, unchanged, make_task, state):
     task = make_task(state)
     params = task_params("message/send", task.id)
-    call_error(rpc, unchanged, "message/send", params, -32602, "message.taskId")
+    err = call_error(rpc, unchanged, "message/send", params, -32004)
+    assert "terminal" in err["data"]["detail"]
 
 
 @pytest.mark.parametrize("state", ["input-required", "auth-required", *TERMINAL])
@@ -1072,3 +1072,12 @@ def test_non_json_number_constants_are_parse_errors(rpc, unchanged, make_task, c
     with unchanged():
         answer_ = rpc.raw(body, headers={"Content-Type": "application/json"}).json()
     assert answer_["error"]["code"] == -32700 and answer_["id"] is None
+
+
+def test_a_request_without_id_is_answered_with_a_null_id(rpc, make_task):
+    """JSON-RPC calls that a notification; A2A clients (and the conformance kit) still expect
+    an answer, so Taskdeck answers it rather than acting silently."""
+    task = make_task("working")
+    body = {"jsonrpc": "2.0", "method": "tasks/get", "params": {"id": task.id}}
+    reply = rpc.raw(body).json()
+    assert reply["id"] is None and reply["result"]["id"] == task.id

@@ -31,6 +31,11 @@ FAST = {
     "TASKDECK_SCHEDULER_INTERVAL": "0.1",
     "TASKDECK_REQUEUE_SECONDS": "2",
     "TASKDECK_EXTRA_AGENTS": "tests.runtime.agents.flaky,tests.runtime.agents.shifty",
+    # push: webhooks on 127.0.0.1 (the tests' own servers), quick retries
+    "TASKDECK_PUSH_ALLOW_PRIVATE": "1",
+    "TASKDECK_PUSH_BACKOFF_SECONDS": "0.2",
+    "TASKDECK_PUSH_MAX_ATTEMPTS": "4",
+    "TASKDECK_PUSH_TIMEOUT_SECONDS": "2",
 }
 
 
@@ -99,7 +104,12 @@ class Processes:
 
 @pytest.fixture(scope="session")
 def runtime(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Processes]:
-    """Two workers and a scheduler for the whole session."""
+    """Two workers and a scheduler for the rest of the session. Only suites that sort after
+    the ones driving tasks by hand (tests/a2a, tests/agui, tests/dashboard) may use it:
+    once workers run they pick up every runnable task (make_task refuses then)."""
+    import tests.conftest as shared
+
+    shared.WORKERS_RUNNING = True
     procs = Processes(tmp_path_factory.mktemp("runtime-logs"))
     with django_db_blocker.unblock():
         connections.close_all()

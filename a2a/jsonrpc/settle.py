@@ -1,0 +1,58 @@
+"""Blocking sends: wait until the agent has nothing more to do for now.
+
+A task is settled when it reached a state where it waits for someone else (terminal,
+input-required, auth-required, paused), or when no worker holds it and every wakeup has
+been served (the agent ran and left it working, e.g. a long-lived conversation). Waiting
+happens in the event loop (channel-layer announcements of the task wake it, with a poll
+as the fallback), never in a request thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.conf import settings
+
+from a2a.lifecycle import PAUSED, TERMINAL, WAITING_FOR_INPUT
+from a2a.models import Task
+from a2a.runtime.models import RunLease
+
+from .streaming import group_name, wait_for_news
+
+STOPPED = TERMINAL | WAITING_FOR_INPUT | PAUSED
+POLL = 0.1
+
+
+def settled(task_id: str) -> bool:
+    state = Task.objects.filter(pk=task_id).values_list("state", flat=True).first()
+    if state is None or state in STOPPED:
+        return True
+    lease = RunLease.objects.filter(task_id=task_id).values("owner", "wakeups", "served").first()
+    return lease is not None and not lease["owner"] and lease["wakeups"] == lease["served"]
+
+
+async def until_settled(task_id: str, timeout: float | None = None) -> bool:
+    """True if the task settled within `timeout` seconds (TASKDECK BLOCKING_SEND_SECONDS)."""
+    if timeout is None:
+        timeout = float(settings.TASKDECK.get("BLOCKING_SEND_SECONDS", 25))
+    check = database_sync_to_async(settled, thread_sensitive=False)
+    layer = get_channel_layer()
+    channel = None
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    try:
+        if layer is not None:
+            channel = await layer.new_channel()
+            await layer.group_add(group_name(task_id), channel)
+        while True:
+            if await check(task_id):
+                return True
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            await wait_for_news(layer, channel, min(POLL, remaining))
+    finally:
+        if layer is not None and channel is not None:
+            await layer.group_discard(group_name(task_id), channel)
