@@ -1,0 +1,74 @@
+"""Shared set-up for the benchmarks: a throwaway database, Django in this process, and a
+Daphne server (plus workers if asked) in child processes against the same database.
+
+`--scale-out` uses PostgreSQL + Redis (a fresh database `taskdeck_bench`), otherwise SQLite
+and the in-memory channel layer (which cannot carry notifications between processes, so
+servers fall back to polling: that difference is part of what the benchmarks show).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PG_ADMIN = "postgres://postgres@127.0.0.1:5432/postgres"
+PG_BENCH = "postgres://postgres@127.0.0.1:5432/taskdeck_bench"
+REDIS = "redis://127.0.0.1:6379/5"
+
+
+def configure(scale_out: bool) -> dict[str, str]:
+    """Environment for this process and its children; call before django.setup()."""
+    sys.path.insert(0, str(ROOT))
+    env = {
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        "DJANGO_SECRET_KEY": "bench-only",
+        "TASKDECK_VAR_DIR": tempfile.mkdtemp(prefix="taskdeck-bench-"),
+    }
+    if scale_out:
+        import psycopg
+
+        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+            conn.execute("DROP DATABASE IF EXISTS taskdeck_bench WITH (FORCE)")
+            conn.execute("CREATE DATABASE taskdeck_bench")
+        env.update(DATABASE_URL=PG_BENCH, REDIS_URL=REDIS)
+    os.environ.update(env)
+    return dict(os.environ)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(env: dict[str, str], port: int) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+         "dashboard.asgi:application"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return proc
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("daphne did not start")
+
+
+def percentiles(values: list[float]) -> str:
+    ordered = sorted(values)
+
+    def at(q: float) -> float:
+        return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
+
+    ms = (at(0.5) * 1000, at(0.99) * 1000, ordered[-1] * 1000)
+    return "n={} p50={:.1f} ms  p99={:.1f} ms  max={:.1f} ms".format(len(values), *ms)

@@ -1,0 +1,79 @@
+"""The projection's cost does not grow with the view: a one-task change emits the same
+delta with 10 or 2,000 other tasks, and the snapshot takes a constant number of queries."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from a2a import services
+from a2a.models import Task
+from agui import selectors
+from agui.models import AguiEvent, ViewTask
+from tests.conftest import CLIENT
+
+pytestmark = pytest.mark.django_db
+
+
+def add_tasks(n: int) -> None:
+    """Bulk rows (test setup): n tasks with their view entries."""
+    now = timezone.now()
+    tasks = [
+        Task(
+            id=f"bulk-{i:05d}",
+            context_id="bulk",
+            skill="batch",
+            state="working",
+            status_timestamp=now,
+            created_at=now,
+            updated_at=now,
+        )
+        for i in range(n)
+    ]
+    Task.objects.bulk_create(tasks)
+    ViewTask.objects.bulk_create(
+        ViewTask(
+            task=t,
+            entry={"taskId": t.id, "status": "working", "version": 1},
+            status="working",
+            version=1,
+            updated_at=now,
+        )
+        for t in tasks
+    )
+
+
+def pause_delta(make_task) -> str:
+    task = make_task("working")
+    cursor = selectors.cursor()
+    services.pause_task(task.id, actor=CLIENT, reason="hold")
+    (delta,) = AguiEvent.objects.filter(id__gt=cursor, type="STATE_DELTA")
+    # the task id and the times differ per run; the shape and size must not
+    return json.dumps(delta.event).replace(task.id, "T")
+
+
+def test_delta_size_does_not_depend_on_the_number_of_tasks(make_task):
+    add_tasks(10)
+    small = pause_delta(make_task)
+    Task.objects.filter(context_id="bulk").delete()
+    add_tasks(2000)
+    large = pause_delta(make_task)
+    assert len(small) == len(large)
+
+
+def test_snapshot_queries_are_constant(make_task):
+    make_task("input-required")
+    add_tasks(10)
+    with CaptureQueriesContext(connection) as few:
+        small = selectors.snapshot()
+    Task.objects.filter(context_id="bulk").delete()
+    add_tasks(2000)
+    with CaptureQueriesContext(connection) as many:
+        large = selectors.snapshot()
+    assert len(few.captured_queries) == len(many.captured_queries) == 2
+    assert len(large["view"]["tasks"]) == len(small["view"]["tasks"]) + 1990
+    assert len(large["view"]["pendingInterrupts"]) == 1
