@@ -51,7 +51,8 @@ def start_server(env: dict[str, str], port: int) -> subprocess.Popen:
     proc = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
          "dashboard.asgi:application"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+        stderr=open(Path(env["TASKDECK_VAR_DIR"]) / "daphne.log", "w"),  # noqa: SIM115
     )  # fmt: skip
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

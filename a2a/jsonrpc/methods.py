@@ -224,6 +224,8 @@ METHODS: dict[str, Method] = {
 
 
 def _send_10(result: dict) -> dict:
+    if result.get("kind") == "message":
+        return {"message": wire10.message(result)}
     return {"task": wire10.task(result)}
 
 

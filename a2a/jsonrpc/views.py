@@ -21,6 +21,7 @@ from django.views.decorators.csrf import csrf_exempt
 from rest_framework import serializers
 
 from a2a.auth import Principal, Unauthenticated, authenticate
+from a2a.models import TaskEvent
 
 from . import dialects, settle, streaming, wire10
 from .errors import (
@@ -237,12 +238,18 @@ async def endpoint(request: HttpRequest):
 
 
 def _reread(name: str, params: dict, call: Call, task_id: str) -> Any:
-    """The task again after a blocking send settled (same history length as asked)."""
+    """The task again after a blocking send settled (same history length as asked), or
+    the agent's message when it answered with a message rather than a task."""
     from .methods import _task_dict
 
     history = (params.get("configuration") or {}).get("historyLength")
     try:
-        return _task_dict(task_id, call, history)
+        result = _task_dict(task_id, call, history)
+        if result["status"]["state"] == "completed" and result["status"].get("message"):
+            last = TaskEvent.objects.filter(task_id=task_id).order_by("-id").first()
+            if last is not None and last.data.get("replyOnly"):
+                return result["status"]["message"]
+        return result
     except Exception as exc:
         return from_domain(exc, call.dialect) or JsonRpcError(INTERNAL_ERROR, "read failed")
 

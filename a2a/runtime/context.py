@@ -39,6 +39,11 @@ class Stop(Exception):
         super().__init__(why)
 
 
+class Reply(str):
+    """Returned by an agent that answers with a message instead of a task's result
+    (`return Reply("…")`): message/send then gets a Message back (A2A's message response)."""
+
+
 IDLE = object()
 """Returned by an agent that has nothing to do until the next message: the task stays
 `working` instead of completing (a long-lived conversation)."""

@@ -20,7 +20,14 @@ from a2a.errors import TaskError, TransitionRefused
 from a2a.lifecycle import TERMINAL, State
 from a2a.models import Suspension, Task
 from a2a.runtime import leases, registry
-from a2a.runtime.context import IDLE, AgentContext, NonDeterministicReplay, ResumeInfo, Stop
+from a2a.runtime.context import (
+    IDLE,
+    AgentContext,
+    NonDeterministicReplay,
+    Reply,
+    ResumeInfo,
+    Stop,
+)
 from a2a.runtime.models import StepRecord
 
 log = logging.getLogger(__name__)
@@ -110,7 +117,7 @@ def _finish(task_id: str, actor: services.Actor, value: Any) -> str:
     if task.state != State.WORKING:
         return f"stopped before completing: task is {task.state}"
     text = value if isinstance(value, str) else None
-    services.complete_task(task_id, actor=actor, text=text)
+    services.complete_task(task_id, actor=actor, text=text, reply_only=isinstance(value, Reply))
     return "completed"
 
 

@@ -148,6 +148,7 @@ def _simple_move(
     actor: Actor,
     reason: str = "",
     text: str | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> Task:
     with transaction.atomic():
         task = lock(task_id)
@@ -160,6 +161,7 @@ def _simple_move(
             fields.append("status_message")
         previous = set_state(task, target, at)
         data = {"messageSeq": msg.seq} if msg is not None else {}
+        data.update(extra or {})
         record(
             task,
             kind,
@@ -177,8 +179,13 @@ def start_task(task_id: str, *, actor: Actor, text: str | None = None) -> Task:
     return _simple_move(task_id, Action.START, "started", actor=actor, text=text)
 
 
-def complete_task(task_id: str, *, actor: Actor, text: str | None = None) -> Task:
-    return _simple_move(task_id, Action.COMPLETE, "completed", actor=actor, text=text)
+def complete_task(
+    task_id: str, *, actor: Actor, text: str | None = None, reply_only: bool = False
+) -> Task:
+    """`reply_only`: the agent answered with a message rather than doing tracked work; A2A
+    clients that asked with message/send get that Message back instead of the Task."""
+    extra = {"replyOnly": True} if reply_only else None
+    return _simple_move(task_id, Action.COMPLETE, "completed", actor=actor, text=text, extra=extra)
 
 
 def fail_task(task_id: str, *, actor: Actor, reason: str, text: str | None = None) -> Task:

@@ -82,3 +82,11 @@ def test_streamed_scenario_in_1_0_form(runtime, rpc):
     art = next(r["artifactUpdate"] for r in results if "artifactUpdate" in r)
     assert art["artifact"]["parts"] == [{"text": "Stream hello from TCK"}]
     assert results[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_an_agent_reply_comes_back_as_a_message(runtime, rpc):
+    """A2A lets an agent answer with a Message instead of a Task: a blocking send gets it."""
+    result = send10(rpc, f"tck-message-response-{uuid.uuid4().hex[:8]}")["result"]
+    assert set(result) == {"message"}
+    assert result["message"]["role"] == "ROLE_AGENT"
+    assert result["message"]["parts"] == [{"text": "Direct message response"}]

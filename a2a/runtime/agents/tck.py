@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from a2a.runtime.context import IDLE, AgentContext
+from a2a.runtime.context import IDLE, AgentContext, Reply
 
 SKILL = {
     "id": "tck",
@@ -83,7 +83,7 @@ async def _act(ctx: AgentContext, message_id: str) -> object:
         await ctx.add_artifact("chunks", text="chunk-2", artifact_id=chunks, append=True)
         return "Chunked stream done"
     if message_id.startswith("tck-message-response"):
-        return "Direct message response"
+        return Reply("Direct message response")
     return f"Unhandled messageId prefix: {message_id}"
 
 
