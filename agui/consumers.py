@@ -53,6 +53,11 @@ def _principal_from_headers(headers: list[tuple[bytes, bytes]]) -> str | None:
 
 
 class ViewConsumer(AsyncWebsocketConsumer):
+    # No channel of its own: the process's Tailer is the one listener on the layer. A
+    # channel per socket would mean one Redis receive per socket, which times out under
+    # load with hundreds of sockets (seen at 400 in bench/agui_fanout.py --scale-out).
+    channel_layer_alias = "no-channel-per-socket"
+
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is not None and user.is_authenticated:
