@@ -9,7 +9,7 @@ PORT ?= 8000
 PG_URL ?= postgres://postgres@127.0.0.1:5432/taskdeck
 REDIS ?= redis://127.0.0.1:6379/0
 
-.PHONY: run test test-sqlite test-postgres lint install clean
+.PHONY: run scale-out test test-sqlite test-postgres lint install clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,19 @@ run: $(STAMP)
 	  $(PY) manage.py migrate --noinput -v0 && \
 	  $(PY) manage.py seed_demo && \
 	  exec $(PY) manage.py serve --host $(HOST) --port $(PORT) --workers 2
+
+## Scale-out on one machine: PostgreSQL + Redis (DATABASE_URL / REDIS_URL below), two web
+## processes on 8001 and 8002, two agent workers and the scheduler. Ctrl+C stops them all.
+scale-out: $(STAMP)
+	@mkdir -p var
+	@test -s var/dev-secret-key || $(PY) -c "import secrets; print(secrets.token_urlsafe(50))" > var/dev-secret-key
+	@$(PY) -c "import psycopg; c=psycopg.connect('$(PG_URL)'.rsplit('/',1)[0]+'/postgres', autocommit=True); n='$(PG_URL)'.rsplit('/',1)[1]; c.execute(f'CREATE DATABASE {n}') if not c.execute('SELECT 1 FROM pg_database WHERE datname=%s', (n,)).fetchone() else None"
+	@export DJANGO_SECRET_KEY="$$(cat var/dev-secret-key)" TASKDECK_DEBUG=$${TASKDECK_DEBUG:-1} \
+	  DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS); \
+	  $(PY) manage.py migrate --noinput -v0 && \
+	  $(PY) manage.py seed_demo && \
+	  exec $(PY) manage.py serve --host $(HOST) --port 8001,8002 --workers 2
+
 
 ## Install test dependencies and run the whole suite: SQLite, then PostgreSQL + Redis
 ## when reachable (required when TASKDECK_REQUIRE_POSTGRES=1, as in CI).

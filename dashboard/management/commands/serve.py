@@ -24,12 +24,19 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default="127.0.0.1")
-        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument(
+            "--port",
+            default="8000",
+            help="port, or comma-separated ports for several web processes (scale-out)",
+        )
         parser.add_argument("--workers", type=int, default=2, help="agent worker processes")
 
-    def handle(self, *args, host: str, port: int, workers: int, **options):
-        daphne = [sys.executable, "-m", "daphne", "-b", host, "-p", str(port)]
-        commands = {"web": [*daphne, "dashboard.asgi:application"]}
+    def handle(self, *args, host: str, port: str, workers: int, **options):
+        ports = [int(p) for p in str(port).split(",") if p.strip()]
+        commands = {}
+        for p in ports:
+            daphne = [sys.executable, "-m", "daphne", "-b", host, "-p", str(p)]
+            commands[f"web-{p}"] = [*daphne, "dashboard.asgi:application"]
         for i in range(workers):
             commands[f"worker-{i + 1}"] = [
                 sys.executable, MANAGE, "db_worker", "--interval", "0.2", "--no-reload",
@@ -39,8 +46,9 @@ class Command(BaseCommand):
         procs = {
             name: subprocess.Popen(cmd, start_new_session=True) for name, cmd in commands.items()
         }
+        urls = ", ".join(f"http://{host}:{p}/" for p in ports)
         self.stdout.write(
-            f"Taskdeck on http://{host}:{port}/ with {workers} workers and a scheduler "
+            f"Taskdeck on {urls} with {workers} workers and a scheduler "
             f"(pids {', '.join(f'{n}={p.pid}' for n, p in procs.items())})"
         )
         stopping = False
