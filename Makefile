@@ -10,6 +10,13 @@ PG_URL ?= postgres://postgres@127.0.0.1:5432/taskdeck
 REDIS ?= redis://127.0.0.1:6379/0
 
 .PHONY: run scale-out test test-sqlite test-postgres lint install clean
+.PHONY: interop-venv
+
+# The official a2a-sdk client for tests/interop lives in its own virtualenv: its import name
+# is `a2a`, like our Django app, so it must never be installed into $(VENV).
+INTEROP_SDK := a2a-sdk==1.3.0
+INTEROP := .venv-interop
+INTEROP_STAMP := $(INTEROP)/.installed-$(subst ==,-,$(INTEROP_SDK))
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,6 +25,13 @@ $(STAMP): pyproject.toml
 	@rm -f $(VENV)/.installed-*; touch $@
 
 install: $(STAMP)
+
+$(INTEROP_STAMP):
+	@test -x $(INTEROP)/bin/python || $(PYTHON) -m venv $(INTEROP)
+	$(INTEROP)/bin/pip install --quiet "$(INTEROP_SDK)"
+	@rm -f $(INTEROP)/.installed-*; touch $@
+
+interop-venv: $(INTEROP_STAMP)
 
 ## Run Taskdeck on 127.0.0.1:8000 with demo data: web server, 2 agent workers and the
 ## scheduler (SQLite, in-memory channel layer).
@@ -53,10 +67,10 @@ test: $(STAMP)
 	  echo "PostgreSQL is not reachable at $(PG_URL) and TASKDECK_REQUIRE_POSTGRES=1"; exit 1; \
 	else echo "PostgreSQL not reachable: skipping the PostgreSQL run"; fi
 
-test-sqlite: $(STAMP)
+test-sqlite: $(STAMP) interop-venv
 	$(VENV)/bin/pytest -p no:cacheprovider
 
-test-postgres: $(STAMP)
+test-postgres: $(STAMP) interop-venv
 	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS) TASKDECK_EXPECT_POSTGRES=1 \
 	  $(VENV)/bin/pytest -p no:cacheprovider
 

@@ -1,0 +1,202 @@
+"""Drive Taskdeck with the official a2a-sdk client; run ONLY with .venv-interop/bin/python -I.
+
+The SDK's import name is `a2a`, like Taskdeck's Django app, so this file never runs in the
+project's interpreter: tests/interop/test_sdk_client.py starts it in a subprocess from the
+separate virtualenv, in isolated mode (-I) so the repository's `a2a/` cannot shadow it.
+
+Input: one JSON object as argv[1] (or on stdin):
+    {"base": "http://127.0.0.1:8000", "token": "...", "action": "...", "args": {...}}
+or, to save interpreter starts, several actions run one after the other:
+    {"base": ..., "token": ..., "steps": [{"action": "...", "args": {...}}, ...]}
+Output: one JSON object per line, flushed at once so a test can react while a stream runs:
+    {"event": {...}}      what the SDK yielded or returned, summarised (see `summary`);
+                          for action "card", the card and transport the SDK chose
+    {"disconnected": true, "last": {...}}   a subscription left after max_events
+    {"error": "TaskNotFoundError", "message": "...", "data": ...}   an A2AError raised
+    {"done": true}        the action finished (each step ends with "done" or "error")
+States are printed as the SDK's enum names (TaskState.Name), exactly what a user would see.
+
+Actions and their args:
+    card                                        the resolved card and interface, the SDK
+                                                version and its TaskState names
+    send      text, message_id, metadata, return_immediately, task_id, context_id
+                                                SendMessage (blocking unless
+                                                return_immediately)
+    stream    same as send                      SendStreamingMessage until the server ends it
+    get       task_id, history_length           GetTask
+    cancel    task_id                           CancelTask
+    subscribe task_id, max_events               SubscribeToTask; with max_events, hang up
+                                                after that many events
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import uuid
+from importlib.metadata import version
+from typing import Any
+
+import httpx
+from a2a.client import ClientConfig, create_client
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    TaskState,
+)
+from a2a.utils.errors import A2AError
+from google.protobuf.json_format import MessageToDict
+
+
+def emit(**line: Any) -> None:
+    sys.stdout.write(json.dumps(line, sort_keys=True) + "\n")
+    sys.stdout.flush()
+
+
+def _dict(message) -> dict:
+    return MessageToDict(message)
+
+
+def _text(message) -> str:
+    return "".join(p.text for p in message.parts if p.WhichOneof("content") == "text")
+
+
+def _status(status) -> dict:
+    out = {"state": TaskState.Name(status.state), "state_value": int(status.state)}
+    if status.HasField("message"):
+        out["text"] = _text(status.message)
+        out["message"] = _dict(status.message)
+    if status.HasField("timestamp"):
+        out["timestamp"] = status.timestamp.ToJsonString()
+    return out
+
+
+def _artifact(artifact) -> dict:
+    return {"artifact_id": artifact.artifact_id, "parts": [_dict(p) for p in artifact.parts]}
+
+
+def summary(kind: str, obj) -> dict:
+    """What the SDK handed over, as plain JSON (proto enums by name)."""
+    out: dict[str, Any] = {"kind": kind}
+    if kind == "task":
+        out.update(
+            task_id=obj.id,
+            context_id=obj.context_id,
+            **_status(obj.status),
+            artifacts=[_artifact(a) for a in obj.artifacts],
+            history=len(obj.history),
+        )
+    elif kind == "status_update":
+        out.update(task_id=obj.task_id, context_id=obj.context_id, **_status(obj.status))
+    elif kind == "artifact_update":
+        out.update(
+            task_id=obj.task_id,
+            context_id=obj.context_id,
+            artifact=_artifact(obj.artifact),
+            append=obj.append,
+            last_chunk=obj.last_chunk,
+        )
+    elif kind == "message":
+        out.update(text=_text(obj), message=_dict(obj))
+    if obj.HasField("metadata"):
+        out["metadata"] = _dict(obj.metadata)
+    return out
+
+
+def stream_event(ev) -> dict:
+    kind = ev.WhichOneof("payload")
+    return summary(kind, getattr(ev, kind))
+
+
+def request(args: dict) -> SendMessageRequest:
+    msg = Message(
+        role=Role.ROLE_USER,
+        message_id=args.get("message_id") or f"interop-{uuid.uuid4()}",
+        parts=[Part(text=args.get("text", "hello"))],
+    )
+    if args.get("task_id"):
+        msg.task_id = args["task_id"]
+    if args.get("context_id"):
+        msg.context_id = args["context_id"]
+    req = SendMessageRequest(message=msg)
+    if args.get("metadata"):
+        req.metadata.update(args["metadata"])
+    if args.get("return_immediately"):
+        req.configuration.return_immediately = True
+    return req
+
+
+async def act(http: httpx.AsyncClient, base: str, action: str, args: dict) -> None:
+    config = ClientConfig(httpx_client=http, streaming=action in ("stream", "subscribe"))
+    client = await create_client(base, client_config=config)
+    try:
+        if action == "card":
+            card = client._card  # what create_client resolved (no public accessor in 1.3.0)
+            emit(
+                event={
+                    "kind": "card",
+                    "sdk_version": version("a2a-sdk"),
+                    "name": card.name,
+                    "streaming": card.capabilities.streaming,
+                    "interfaces": [_dict(i) for i in card.supported_interfaces],
+                    "transport": type(client._transport).__name__,
+                    "url": getattr(client._transport, "url", None),
+                    "task_states": list(TaskState.keys()),
+                }
+            )
+        elif action in ("send", "stream"):
+            async for ev in client.send_message(request(args)):
+                emit(event=stream_event(ev))
+        elif action == "get":
+            req = GetTaskRequest(id=args["task_id"])
+            if args.get("history_length") is not None:
+                req.history_length = args["history_length"]
+            emit(event=summary("task", await client.get_task(req)))
+        elif action == "cancel":
+            task = await client.cancel_task(CancelTaskRequest(id=args["task_id"]))
+            emit(event=summary("task", task))
+        elif action == "subscribe":
+            limit, seen, last = args.get("max_events"), 0, None
+            async for ev in client.subscribe(SubscribeToTaskRequest(id=args["task_id"])):
+                last = stream_event(ev)
+                emit(event=last)
+                seen += 1
+                if limit is not None and seen >= limit:
+                    break  # leaving the iterator closes the HTTP response: a real hang-up
+            if limit is not None and seen >= limit:
+                emit(disconnected=True, last=last)
+        else:
+            raise SystemExit(f"unknown action {action!r}")
+    finally:
+        await client.close()
+
+
+async def run(cmd: dict) -> None:
+    steps = cmd.get("steps") or [{"action": cmd["action"], "args": cmd.get("args") or {}}]
+    # One httpx client carries the bearer token on every request, card fetch included;
+    # the SDK's factory adds `A2A-Version: 1.0` to its headers.
+    async with httpx.AsyncClient(
+        headers={"Authorization": f"Bearer {cmd['token']}"} if cmd.get("token") else {},
+        timeout=httpx.Timeout(10.0, read=float(cmd.get("read_timeout", 60))),
+    ) as http:
+        for step in steps:
+            try:
+                await act(http, cmd["base"], step["action"], step.get("args") or {})
+                emit(done=True)
+            except A2AError as exc:  # A2AClientError (HTTP, timeouts, bad answers) included
+                emit(error=type(exc).__name__, message=exc.message, data=exc.data)
+
+
+def main() -> None:
+    raw = sys.argv[1] if len(sys.argv) > 1 else sys.stdin.read()
+    asyncio.run(run(json.loads(raw)))
+
+
+if __name__ == "__main__":
+    main()

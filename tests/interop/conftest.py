@@ -1,0 +1,237 @@
+"""Fixtures for driving the live Taskdeck with the official a2a-sdk client.
+
+The SDK lives in its own virtualenv (.venv-interop, made by `make interop-venv`): its import
+name is `a2a`, the same as our Django app, so it never enters this process. `sdk.run(...)`
+and `sdk.spawn(...)` start tests/interop/client_script.py with that interpreter.
+
+Workers: these tests need real agent workers, but tests/push and tests/runtime sort after
+this directory and start their own. A session-scoped `runtime` defined here would keep a
+second set of workers alive through them (they would steal jobs from those suites'
+workers), so this directory's `runtime` lives for the module and is stopped after it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import connections
+
+from a2a import services
+from a2a.lifecycle import TERMINAL
+from a2a.models import Task
+from tests.conftest import CLIENT
+from tests.runtime.conftest import Processes, start, wait_idle  # noqa: F401  (start: shared)
+
+ROOT = Path(__file__).resolve().parents[2]
+INTEROP_PYTHON = ROOT / ".venv-interop" / "bin" / "python"
+SCRIPT = Path(__file__).resolve().parent / "client_script.py"
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("true", "1", "yes")
+
+
+@pytest.fixture(scope="module")
+def runtime(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Processes]:
+    """Two workers and a scheduler (tests/runtime's Processes) for this module only."""
+    import tests.conftest as shared
+
+    before = shared.WORKERS_RUNNING
+    shared.WORKERS_RUNNING = True
+    procs = Processes(tmp_path_factory.mktemp("interop-runtime-logs"))
+    with django_db_blocker.unblock():
+        connections.close_all()
+    procs.start_worker()
+    procs.start_worker()
+    procs.start_scheduler()
+    yield procs
+    procs.stop_all()
+    shared.WORKERS_RUNNING = before
+
+
+@dataclass
+class Live:
+    """A running client_script: its JSON lines arrive on a queue as they are printed."""
+
+    proc: subprocess.Popen
+    lines: queue.Queue = field(default_factory=queue.Queue)
+    seen: list[dict] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=list)
+    pumps: list[threading.Thread] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.pumps = [
+            threading.Thread(target=self._pump, daemon=True),
+            threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr), daemon=True),
+        ]
+        for pump in self.pumps:
+            pump.start()
+
+    def _pump(self) -> None:
+        for raw in self.proc.stdout:
+            self.lines.put(json.loads(raw))
+        self.lines.put(None)  # EOF
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=10)
+        for pump in self.pumps:
+            pump.join(timeout=10)
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+
+    def next(self, timeout: float = 20.0, errors_fail: bool = True) -> dict | None:
+        """The next line (None at EOF); fails after `timeout` seconds without one, and on
+        an error the SDK raised unless `errors_fail` is false."""
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(
+                f"the SDK client printed nothing for {timeout}s; so far: {self.seen}"
+            ) from None
+        if line is not None:
+            self.seen.append(line)
+            if errors_fail and "error" in line:
+                raise AssertionError(f"the SDK client raised {line}")
+        return line
+
+    def until(self, predicate: Callable[[dict], bool], timeout: float = 20.0) -> dict:
+        """Read events until one matches `predicate`; returns it."""
+        while True:
+            line = self.next(timeout)
+            if line is None:
+                raise AssertionError(f"the SDK client ended before the awaited event: {self.seen}")
+            if "event" in line and predicate(line["event"]):
+                return line["event"]
+
+    def finish(self, timeout: float = 30.0) -> list[dict]:
+        """Read to EOF; every line the process printed (also those read before)."""
+        while self.next(timeout, errors_fail=False) is not None:
+            pass
+        rc = self.proc.wait(timeout=timeout)
+        for pump in self.pumps:
+            pump.join(timeout=10)
+        assert rc == 0, f"client_script exited with {rc}: {''.join(self.stderr)}"
+        return self.seen
+
+    def events(self) -> list[dict]:
+        return [line["event"] for line in self.seen if "event" in line]
+
+
+@dataclass
+class Sdk:
+    """The official a2a-sdk client, as a user would drive it, against the live server."""
+
+    base: str
+    token: str
+    started: list[Live] = field(default_factory=list)
+
+    def spawn(self, action: str = "", *, token: str | None = None, steps=(), **args) -> Live:
+        """Start client_script with one action (or `steps`: (action, args) pairs run in
+        one process, which saves an interpreter start each)."""
+        command = {"base": self.base, "token": self.token if token is None else token}
+        if steps:
+            command["steps"] = [{"action": a, "args": kw} for a, kw in steps]
+        else:
+            command.update(action=action, args=args)
+        proc = subprocess.Popen(
+            # -I: isolated mode, so the repository's own `a2a/` can never shadow the SDK's
+            [str(INTEROP_PYTHON), "-I", str(SCRIPT), json.dumps(command)],
+            cwd="/",
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        live = Live(proc)
+        self.started.append(live)
+        return live
+
+    def steps(self, *steps: tuple[str, dict[str, Any]], token: str | None = None) -> list[list]:
+        """Run the steps to their end; for each, the lines it printed, ending with its
+        {"done": true} or its {"error": ...}."""
+        lines = self.spawn(token=token, steps=steps).finish(timeout=60)
+        out: list[list[dict]] = [[]]
+        for line in lines:
+            out[-1].append(line)
+            if "done" in line or "error" in line:
+                out.append([])
+        assert out[-1] == [] and len(out) == len(steps) + 1, lines
+        return out[:-1]
+
+    def run(self, action: str, *, token: str | None = None, **args: Any) -> list[dict]:
+        """Run one action; the lines it printed."""
+        (lines,) = self.steps((action, args), token=token)
+        return lines
+
+    def events(self, action: str, **args: Any) -> list[dict]:
+        """Run one action that must succeed; the events it printed."""
+        lines = self.run(action, **args)
+        assert lines[-1] == {"done": True}, lines
+        return [line["event"] for line in lines if "event" in line]
+
+
+def _require_interop_venv() -> None:
+    if INTEROP_PYTHON.exists():
+        return
+    reason = (
+        f"{INTEROP_PYTHON.relative_to(ROOT)} is missing: `make interop-venv` installs the "
+        "official a2a-sdk client there"
+    )
+    if _in_ci():
+        pytest.fail(f"{reason} (CI=true: the interop tests may not be skipped)")
+    pytest.skip(reason)
+
+
+@contextmanager
+def _client(base: str, token: str) -> Iterator[Sdk]:
+    _require_interop_venv()
+    client = Sdk(base, token)
+    try:
+        yield client
+    finally:
+        for live in client.started:
+            live.close()
+
+
+@pytest.fixture
+def sdk(asgi_server, api_key) -> Iterator[Sdk]:
+    """The SDK client with a valid API key (read, write, agent scopes)."""
+    with _client(asgi_server, api_key) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def sdk_card(asgi_server) -> dict:
+    """What the SDK made of our agent card (public: no key needed), asked once."""
+    with _client(asgi_server, "") as client:
+        (card,) = client.events("card")
+    return card
+
+
+@pytest.fixture
+def settle(runtime, transactional_db) -> Iterator[Callable[[str], str]]:
+    """settle(task_id) registers a task the SDK created; teardown cancels it if still active
+    and waits until no worker holds it (the next test's flush must meet idle workers)."""
+    made: list[str] = []
+
+    def track(task_id: str) -> str:
+        made.append(task_id)
+        return task_id
+
+    yield track
+    for task_id in made:
+        if Task.objects.filter(pk=task_id).exclude(state__in=list(TERMINAL)).exists():
+            services.cancel_task(task_id, actor=CLIENT, reason="test teardown")
+    for task_id in made:
+        wait_idle(task_id)
