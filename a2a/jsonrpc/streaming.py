@@ -88,18 +88,22 @@ class StreamPlan:
 def plan(
     task_id: str, dialect: Dialect, last_event_id: int | None, *, until_terminal: bool = False
 ) -> StreamPlan:
-    """Cursor first, then the task: an event committed between the two reads is sent again
-    (harmless: it carries the state the snapshot already shows), never lost."""
+    """The task first, then the cursor at the last event the snapshot includes (events of a
+    task carry its version, and versions grow in commit order): nothing is sent twice (an
+    artifact append sent again would double its part) and nothing is lost."""
     if last_event_id is not None:
         if not Task.objects.filter(pk=task_id).exists():
             from a2a.errors import TaskNotFound
 
             raise TaskNotFound(task_id)
         return StreamPlan(task_id, last_event_id, None, until_terminal)
-    cursor = (
-        TaskEvent.objects.filter(task_id=task_id).order_by("-id").values_list("id", flat=True)
-    ).first() or 0
     view = get_task(task_id)
+    cursor = (
+        TaskEvent.objects.filter(task_id=task_id, task_version__lte=view.task.version)
+        .order_by("-id")
+        .values_list("id", flat=True)
+        .first()
+    ) or 0
     first = wire.task(view, dialect)
     return StreamPlan(task_id, cursor, first, until_terminal)
 
@@ -108,6 +112,7 @@ def _status_metadata(event: TaskEvent) -> dict[str, Any] | None:
     data = event.data or {}
     if event.kind in ("paused", "parked"):
         return {
+            "state": event.to_state,
             "handle": data.get("handle"),
             "reason": event.reason,
             "initiator": data.get("initiator"),
@@ -117,6 +122,7 @@ def _status_metadata(event: TaskEvent) -> dict[str, Any] | None:
         }
     if event.kind == "resumed":
         return {
+            "state": event.to_state,
             "previousState": event.from_state,
             "cause": data.get("cause"),
             "hadResumeInput": data.get("hadResumeInput"),
@@ -148,7 +154,9 @@ def events_after(
             if a is None:
                 continue
             body = wire.artifact(a)
-            body["parts"] = a.parts[e.data.get("partsFrom", 0) :]
+            start = e.data.get("partsFrom", 0)
+            count = e.data.get("partsCount", len(a.parts) - start)
+            body["parts"] = a.parts[start : start + count]  # only what this event added
             item = {
                 "kind": "artifact-update",
                 "taskId": task.id,

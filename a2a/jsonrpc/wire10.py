@@ -101,7 +101,11 @@ def stream_event(e: dict[str, Any]) -> dict[str, Any]:
     if kind == "status-update":
         out = {"taskId": e["taskId"], "contextId": e["contextId"], "status": status(e["status"])}
         if e.get("metadata"):
-            out["metadata"] = e["metadata"]
+            meta = dict(e["metadata"])
+            for key in ("state", "previousState"):  # the RFC's fields, in 1.0 spelling
+                if key in meta:
+                    meta[key] = STATE_10.get(meta[key], meta[key])
+            out["metadata"] = meta
         return {"statusUpdate": out}
     if kind == "artifact-update":
         out = {

@@ -280,6 +280,7 @@ def add_artifact(
                 "artifactId": artifact_id,
                 "append": bool(existing and append),
                 "partsFrom": parts_from,
+                "partsCount": len(parts),  # the parts this event added, no more
             },
         )
     return artifact
