@@ -1,8 +1,8 @@
-"""`manage.py seed_demo`: a demo operator, a demo API key and a handful of tasks in every
-interesting state, so `make run` shows something on first start. Idempotent.
+"""`manage.py seed_demo`: a demo operator and viewer, a demo API key and a handful of tasks
+in every interesting state, so `make run` shows something on first start. Idempotent.
 
-Development only: the operator's password and the key's token are kept in var/ (mode 600)
-so they can be printed on every start; production deployments never run this command.
+Development only: the passwords and the key's token are kept in var/ (mode 600) so they
+can be printed on every start; production deployments never run this command.
 """
 
 from __future__ import annotations
@@ -16,8 +16,10 @@ from django.core.management.base import BaseCommand, CommandError
 
 from a2a import api_keys, services
 from a2a.models import ApiKey, Task
+from dashboard import roles
 
 OPERATOR = "operator"
+VIEWER = "viewer"
 DEMO_KEY = "demo"
 ANA = services.Actor("operator", "ana")
 
@@ -57,6 +59,20 @@ def seed_tasks() -> None:
     services.pause_task(held, actor=ANA, reason="release freeze until 16:00")
 
 
+def _user(username: str, password: str, group: str, *, superuser: bool = False):
+    from django.contrib.auth.models import Group
+
+    User = get_user_model()
+    user, created = User.objects.get_or_create(
+        username=username, defaults={"is_staff": superuser, "is_superuser": superuser}
+    )
+    if created:
+        user.set_password(password)
+        user.save()
+    user.groups.add(Group.objects.get(name=group))
+    return user
+
+
 class Command(BaseCommand):
     help = "Create the demo operator, API key and tasks (development only; idempotent)."
 
@@ -67,13 +83,11 @@ class Command(BaseCommand):
         if not settings.DEBUG and not force:
             raise CommandError("seed_demo is for development (DEBUG=1); use --force to insist")
         password = _secret_file("demo-operator-password", lambda: secrets.token_urlsafe(12))
-        User = get_user_model()
-        user, created = User.objects.get_or_create(
-            username=OPERATOR, defaults={"is_staff": True, "is_superuser": True}
-        )
-        if created:
-            user.set_password(password)
-            user.save()
+        viewer_password = _secret_file("demo-viewer-password", lambda: secrets.token_urlsafe(12))
+        roles.setup_groups()
+        operator = _user(OPERATOR, password, roles.OPERATORS, superuser=True)
+        _user(VIEWER, viewer_password, roles.VIEWERS)
+        assert operator.has_perm(roles.OPERATE)
         if not ApiKey.objects.filter(name=DEMO_KEY, revoked_at__isnull=True).exists():
             ApiKey.objects.filter(name=DEMO_KEY).delete()
             _, token = api_keys.create_key(DEMO_KEY, ["read", "write", "agent"])
@@ -85,7 +99,9 @@ class Command(BaseCommand):
         self.stdout.write(
             f"""
 Taskdeck demo
-  Sign in:   http://127.0.0.1:8000/admin/   user {OPERATOR}   password {password}
+  Dashboard: http://127.0.0.1:8000/
+  Operator:  user {OPERATOR}   password {password}
+  Viewer:    user {VIEWER}   password {viewer_password}
   API key:   {token}
   Try:       curl -s http://127.0.0.1:8000/a2a/ -H 'Authorization: Bearer {token}' \\
                -H 'Content-Type: application/json' \\

@@ -1,0 +1,269 @@
+"""Operator actions: each calls `a2a.services` (the only write path) and writes one
+AuditEntry, whether the action went through or was refused.
+
+Views stay thin: they check the form, call one function here and render its `Result`.
+Nothing here saves a Task.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.utils import timezone
+
+from a2a import services
+from a2a.conditions import Conditions
+from a2a.errors import (
+    NotAllowedNow,
+    StaleHandle,
+    TaskNotFound,
+    TransitionRefused,
+    ValidationFailed,
+    refusal_hint,
+)
+from a2a.input_requests import RESPONSE_TYPE
+from a2a.models import Task
+from dashboard.models import AuditEntry
+
+MODE_EFFECT = {
+    "finish_step": "The agent finishes its current step, then stops.",
+    "interrupt_immediate": "The agent stops now; the step in flight reruns on resume.",
+    "wait_for_completion": "The agent finishes this turn, then stops.",
+}
+REFUSALS = (TaskNotFound, StaleHandle, NotAllowedNow, TransitionRefused, ValidationFailed)
+
+
+@dataclass
+class Result:
+    ok: bool
+    message: str
+    errors: dict[str, list[str]] = field(default_factory=dict)  # form field -> messages
+
+
+def actor_of(user) -> services.Actor:
+    return services.Actor("operator", user.get_username())
+
+
+def audit(
+    user, action: str, task_id: str, *, reason: str = "", ok: bool, detail: str = ""
+) -> AuditEntry:
+    return AuditEntry.objects.create(
+        who=str(actor_of(user)) if user.is_authenticated else "anonymous",
+        action=action,
+        task_id=task_id or "",
+        reason=reason,
+        outcome=AuditEntry.Outcome.OK if ok else AuditEntry.Outcome.REFUSED,
+        detail=detail[:2000],
+        at=timezone.now(),
+    )
+
+
+def refuse(user, action: str, task_id: str, message: str, *, reason: str = "", errors=None):
+    """Record a refusal that happened before any service was called (bad form, no right)."""
+    audit(user, action, task_id, reason=reason, ok=False, detail=message)
+    return Result(False, message, errors or {})
+
+
+def explain(exc: Exception) -> str:
+    """A sentence for an operator; never a traceback."""
+    if isinstance(exc, TransitionRefused):
+        return refusal_hint(exc)
+    if isinstance(exc, StaleHandle):
+        return "the pause you were looking at has already ended; reload to see the task now"
+    if isinstance(exc, TaskNotFound):
+        return "no such task"
+    if isinstance(exc, ValidationFailed):
+        return "; ".join(
+            f"{k}: {', '.join(v)}" if k else ", ".join(v) for k, v in exc.errors.items()
+        )
+    return str(exc)
+
+
+def _run(user, action: str, task_id: str, call, *, reason: str = "", done: str) -> Result:
+    try:
+        call()
+    except REFUSALS as exc:
+        return refuse(user, action, task_id, explain(exc), reason=reason)
+    audit(user, action, task_id, reason=reason, ok=True, detail=done)
+    return Result(True, done)
+
+
+def pause(
+    user,
+    task_id: str,
+    *,
+    reason: str,
+    mode: str,
+    timeout_minutes: int | None = None,
+    on_timeout: str = "resume_with_summary",
+) -> Result:
+    conditions = None
+    detail = f"Paused: {reason}. " + MODE_EFFECT.get(mode, "")
+    if timeout_minutes:
+        conditions = Conditions(duration_minutes=timeout_minutes, on_timeout=on_timeout)
+        then = "it fails" if on_timeout == "fail" else "it resumes"
+        detail += f" After {timeout_minutes} min {then}."
+    return _run(
+        user,
+        "pause",
+        task_id,
+        lambda: services.pause_task(
+            task_id, actor=actor_of(user), reason=reason, mode=mode, resume_when=conditions
+        ),
+        reason=reason,
+        done=detail,
+    )
+
+
+def resume(
+    user,
+    task_id: str,
+    *,
+    handle: str | None,
+    resume_input: Any = None,
+    continue_transcript: bool = True,
+) -> Result:
+    detail = "Resumed" + (" with input" if resume_input is not None else "")
+    if not continue_transcript:
+        detail += ", on a fresh transcript"
+    return _run(
+        user,
+        "resume",
+        task_id,
+        lambda: services.resume_task(
+            task_id,
+            actor=actor_of(user),
+            handle=handle or None,
+            resume_input=resume_input,
+            continue_transcript=continue_transcript,
+        ),
+        done=detail,
+    )
+
+
+def cancel(user, task_id: str, *, reason: str) -> Result:
+    return _run(
+        user,
+        "cancel",
+        task_id,
+        lambda: services.cancel_task(task_id, actor=actor_of(user), reason=reason),
+        reason=reason,
+        done=f"Canceled: {reason}",
+    )
+
+
+def emit_event(user, name: str, payload: dict[str, Any], *, task_id: str = "") -> Result:
+    woke: list[dict] = []
+
+    def call():
+        event = services.emit_event(name, payload, actor=actor_of(user))
+        woke.extend(event.woke)
+
+    result = _run(user, "emit-event", task_id, call, done=f"event {name}")
+    if result.ok:
+        result.message = f"event {name} sent; it woke {len(woke)} task(s)"
+    return result
+
+
+def answer(user, task_id: str, *, request_id: str, values: dict[str, Any], summary: str) -> Result:
+    """Answer an open input request. The services validate the values against the request's
+    fields; their errors come back keyed by field name and the task keeps waiting."""
+    message = services.IncomingMessage(
+        message_id=f"dashboard-{uuid.uuid4()}",
+        parts=[
+            {
+                "kind": "data",
+                "data": {"type": RESPONSE_TYPE, "requestId": request_id, "values": values},
+            }
+        ],
+        metadata={"via": "taskdeck-dashboard"},
+    )
+    try:
+        services.add_message(task_id, message, actor=actor_of(user))
+    except ValidationFailed as exc:
+        errors = field_errors(exc.errors)
+        return refuse(user, "answer", task_id, explain(exc), reason=summary, errors=errors)
+    except REFUSALS as exc:
+        return refuse(user, "answer", task_id, explain(exc), reason=summary)
+    audit(user, "answer", task_id, reason=summary, ok=True, detail=f"answered {request_id}")
+    return Result(True, f"answered: {summary}")
+
+
+def field_errors(errors: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Service error paths (`message.parts.0.data.values.budget`) -> form fields (`budget`);
+    anything not about one field goes under "__all__"."""
+    out: dict[str, list[str]] = {}
+    for path, messages in errors.items():
+        _, sep, name = path.rpartition("values.")
+        key = name if sep and "." not in name else "__all__"
+        if path.endswith(".requestId"):
+            messages = ["this request has already been answered or withdrawn"]
+        out.setdefault(key, []).extend(messages)
+    return out
+
+
+def start_demo(user, skill: str, text: str, metadata: dict[str, Any]) -> tuple[Result, Task | None]:
+    message = services.IncomingMessage(
+        message_id=f"demo-{uuid.uuid4()}", parts=[{"kind": "text", "text": text}]
+    )
+    task = services.create_task(
+        message, actor=actor_of(user), skill=skill, metadata={"skill": skill, **metadata}
+    )
+    audit(user, "start", task.id, ok=True, detail=f"started {skill} demo: {text}")
+    return Result(True, f"started {skill}: {text}"), task
+
+
+# --- bulk -------------------------------------------------------------------------------------
+
+BULK_ACTIONS = ("pause", "resume", "cancel")
+
+
+@dataclass
+class BulkResult:
+    action: str
+    done: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (task id, why)
+
+    @property
+    def summary(self) -> str:
+        text = f"{self.action}: {len(self.done)} done, {len(self.skipped)} skipped"
+        reasons: dict[str, int] = {}
+        for _, why in self.skipped:
+            reasons[why] = reasons.get(why, 0) + 1
+        if reasons:
+            text += " (" + "; ".join(f"{n}: {why}" for why, n in reasons.items()) + ")"
+        return text
+
+
+def bulk(
+    user, action: str, task_ids: Iterable[str], *, reason: str, mode: str = "finish_step"
+) -> BulkResult:
+    """Apply one action to many tasks, each in its own service call: one task's refusal
+    skips that task only. One audit entry (task "bulk") names what happened to each."""
+    result = BulkResult(action)
+    who = actor_of(user)
+    for task_id in task_ids:
+        try:
+            if action == "pause":
+                services.pause_task(task_id, actor=who, reason=reason, mode=mode)
+            elif action == "resume":
+                services.resume_task(task_id, actor=who, reason=reason)
+            elif action == "cancel":
+                services.cancel_task(task_id, actor=who, reason=reason)
+            else:
+                raise ValueError(action)
+        except REFUSALS as exc:
+            result.skipped.append((task_id, explain(exc)))
+        else:
+            result.done.append(task_id)
+    detail = result.summary
+    if result.done:
+        detail += "\ndone: " + " ".join(result.done)
+    if result.skipped:
+        detail += "\nskipped: " + " ".join(t for t, _ in result.skipped)
+    ok = bool(result.done)
+    audit(user, f"bulk-{action}", AuditEntry.BULK, reason=reason, ok=ok, detail=detail)
+    return result

@@ -1,0 +1,258 @@
+"""A task's story for the detail page: messages, state changes, pauses and resumes with
+their causes, input requests and decisions, artifacts and progress, in the order they
+happened. Built from TaskEvent (the spine) joined in memory with Message, Suspension,
+Interrupt and Artifact rows: six queries whatever the history's length (rule 6)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from a2a.models import Artifact, Message, Suspension, Task, TaskEvent
+from agui.models import Interrupt
+
+TEXT_CHARS = 4000
+CAUSES = {
+    "explicit_resume": "resumed by hand",
+    "condition_fired": "a trigger condition matched",
+    "timeout": "the deadline passed",
+    "external_event": "the awaited event arrived",
+}
+STATE_EVENTS = {
+    "created": "Created",
+    "started": "Started",
+    "completed": "Completed",
+    "failed": "Failed",
+    "rejected": "Rejected",
+    "canceled": "Canceled",
+    "timed_out": "Timed out",
+}
+
+
+@dataclass
+class Entry:
+    at: datetime
+    kind: str  # css hook: message, state, pause, resume, request, decision, artifact, progress
+    title: str
+    actor: str = ""
+    text: str = ""  # agent/user text, shown escaped and pre-wrapped
+    details: list[tuple[str, str]] = field(default_factory=list)
+    state: str = ""  # the state the task was left in, when it changed
+    count: int = 1  # events folded into this entry (a run of output)
+    tally: dict[str, int] = field(default_factory=dict)  # artifact name -> updates
+
+
+@dataclass
+class Detail:
+    task: Task
+    entries: list[Entry]
+    messages: list[Message]
+    suspensions: list[Suspension]
+    artifacts: list[Artifact]
+    interrupts: list[Interrupt]
+    title: str
+
+
+OUTPUT = ("progress", "artifact")
+
+
+def _merge(run: Entry, entry: Entry, ev: TaskEvent) -> Entry:
+    """Progress reports and artifact updates in a row become one "output" entry: the
+    latest progress and how often each artifact changed."""
+    run.count += 1
+    run.at = entry.at
+    updates = dict(run.details)
+    if entry.kind == "progress":
+        updates["progress"] = entry.details[0][1]
+    else:
+        name = entry.title.removeprefix("Artifact ").removesuffix(" extended")
+        run.tally[name] = run.tally.get(name, 0) + 1
+        updates["artifacts"] = ", ".join(
+            f"{n} ({k} update{'s' if k > 1 else ''})" for n, k in run.tally.items()
+        )
+    run.details = sorted(updates.items())  # "artifacts" before "progress", always
+    titles = []
+    if "progress" in updates:
+        titles.append(f"Progress {updates['progress']}")
+    if "artifacts" in updates:
+        titles.append("artifacts updated")
+    run.title = ", ".join(titles)
+    return run
+
+
+def text_of(parts: list[dict[str, Any]] | None) -> str:
+    return "\n".join(p.get("text", "") for p in parts or [] if p.get("kind") == "text").strip()
+
+
+def _data_summary(parts: list[dict[str, Any]] | None) -> str:
+    out = []
+    for p in parts or []:
+        if p.get("kind") == "data":
+            data = p.get("data")
+            kind = data.get("type") if isinstance(data, dict) else None
+            if kind not in ("a2a.input.request", "a2a.input.response"):
+                out.append(str(data)[:200])
+        elif p.get("kind") == "file":
+            f = p.get("file") or {}
+            out.append(f"file {f.get('name') or f.get('uri') or ''}".strip())
+    return "; ".join(out)
+
+
+def _values(values: dict[str, Any]) -> list[tuple[str, str]]:
+    out = []
+    for name, value in (values or {}).items():
+        if isinstance(value, dict) and "decision" in value:
+            text = value["decision"] + (f" — “{value['comment']}”" if value.get("comment") else "")
+        else:
+            text = str(value)
+        out.append((name, text[:500]))
+    return out
+
+
+def _conditions(conditions: dict[str, Any] | None) -> list[tuple[str, str]]:
+    c = conditions or {}
+    out = []
+    if c.get("onEvent"):
+        out.append(("waits for event", c["onEvent"]))
+    if c.get("trigger"):
+        t = c["trigger"]
+        match = ", ".join(f"{k}={v}" for k, v in (t.get("match") or {}).items())
+        out.append(("trigger", f"{t.get('event')}" + (f" where {match}" if match else "")))
+    if c.get("timeout"):
+        t = c["timeout"]
+        then = on_timeout_text(t.get("onTimeout"))
+        out.append(("timeout", f"{t.get('durationMinutes')} min, then {then}"))
+    return out
+
+
+def on_timeout_text(value: str | None) -> str:
+    return {
+        "fail": "fails",
+        "resume_with_summary": "resumes with a summary",
+        "resume_with_input": "resumes with preset input",
+    }.get(value or "", "nothing happens")
+
+
+def build(task_id: str) -> Detail:
+    task = Task.objects.select_related("current_suspension", "status_message").get(pk=task_id)
+    events = list(TaskEvent.objects.filter(task_id=task_id).order_by("id"))
+    messages = list(Message.objects.filter(task_id=task_id).order_by("seq"))
+    suspensions = list(Suspension.objects.filter(task_id=task_id).order_by("suspended_at", "id"))
+    artifacts = list(Artifact.objects.filter(task_id=task_id).order_by("seq"))
+    interrupts = list(Interrupt.objects.filter(task_id=task_id).order_by("created_at"))
+    by_seq = {m.seq: m for m in messages}
+    by_handle = {s.handle: s for s in suspensions}
+    by_artifact = {a.artifact_id: a for a in artifacts}
+    requests = {i.request_id: i for i in interrupts if i.kind == Interrupt.Kind.INPUT_REQUEST}
+
+    entries: list[Entry] = []
+    for ev in events:
+        entry = _entry(ev, by_seq, by_handle, by_artifact, requests)
+        if entry is None:
+            continue
+        last = entries[-1] if entries else None
+        if entry.kind in OUTPUT and last is not None and last.kind == "output":
+            _merge(last, entry, ev)
+            continue
+        if entry.kind in OUTPUT:
+            entry = _merge(
+                Entry(at=ev.created_at, kind="output", title="Output", count=0), entry, ev
+            )
+            entry.actor = ev.actor
+        entries.append(entry)
+    first = messages[0] if messages else None
+    return Detail(
+        task=task,
+        entries=entries,
+        messages=messages,
+        suspensions=suspensions,
+        artifacts=artifacts,
+        interrupts=interrupts,
+        title=text_of(first.parts if first else None)[:200],
+    )
+
+
+def _entry(ev: TaskEvent, by_seq, by_handle, by_artifact, requests) -> Entry | None:
+    data = ev.data or {}
+    changed = ev.from_state != ev.to_state
+    base = {"at": ev.created_at, "actor": ev.actor, "state": ev.to_state if changed else ""}
+    kind = ev.kind
+    msg = by_seq.get(data.get("messageSeq"))
+    if kind == "message_added":
+        role = data.get("role", "user")
+        text = text_of(msg.parts if msg else None)
+        extra = _data_summary(msg.parts if msg else None)
+        return Entry(
+            kind="message",
+            title="Agent said" if role == "agent" else "User message",
+            text=(text or extra)[:TEXT_CHARS],
+            **base,
+        )
+    if kind in STATE_EVENTS:
+        text = text_of(msg.parts if msg else None)
+        details = [("reason", ev.reason)] if ev.reason and ev.reason != text else []
+        if kind == "canceled" and data.get("withdrawnRequestId"):
+            details.append(("withdrew request", data["withdrawnRequestId"]))
+        title = STATE_EVENTS[kind]
+        return Entry(kind="state", title=title, text=text[:TEXT_CHARS], details=details, **base)
+    if kind in ("paused", "parked"):
+        s = by_handle.get(data.get("handle"))
+        who = "Paused by the agent (parked)" if kind == "parked" else "Paused"
+        details = [("reason", ev.reason or "—")]
+        if s is not None:
+            if s.mode:
+                details.append(("mode", s.mode.replace("_", " ")))
+            details += _conditions(s.conditions)
+            if s.summary:
+                details.append(("summary", s.summary))
+            ended = s.ending or "still paused"
+            if s.ended_at:
+                ended += f" by {s.ended_by}"
+            details.append(("ended", ended))
+        if data.get("supersedes"):
+            details.append(("holds", "the agent's own wait (its conditions stop firing)"))
+        return Entry(kind="pause", title=who, details=details, **base)
+    if kind == "resumed":
+        details = [("cause", CAUSES.get(data.get("cause"), data.get("cause") or ""))]
+        s = by_handle.get(data.get("handle"))
+        if data.get("hadResumeInput") and s is not None:
+            details.append(("input", str(s.resume_input)[:500]))
+        if data.get("continueTranscript") is False:
+            details.append(("transcript", "fresh turn (digest)"))
+        if ev.reason:
+            details.append(("note", ev.reason))
+        return Entry(kind="resume", title="Resumed", details=details, **base)
+    if kind == "input_requested":
+        i = requests.get(data.get("requestId"))
+        request = (i.content.get("request") if i else None) or {}
+        fields = ", ".join(
+            f"{f.get('label') or f.get('name')} ({f.get('type')})"
+            for f in request.get("fields") or []
+        )
+        details = [("asks for", fields)] if fields else []
+        return Entry(
+            kind="request",
+            title=f"Asked: {request.get('title') or 'input'}",
+            text=ev.reason[:TEXT_CHARS],
+            details=details,
+            **base,
+        )
+    if kind == "input_provided":
+        decision = data.get("decision") or "provided"
+        title = {"approved": "Approved", "rejected": "Rejected"}.get(decision, "Answered")
+        return Entry(kind="decision", title=title, details=_values(data.get("values")), **base)
+    if kind == "progress":
+        return Entry(
+            kind="progress",
+            title="Progress",
+            details=[("progress", f"{data.get('done')} of {data.get('total')}")],
+            **base,
+        )
+    if kind == "artifact_added":
+        a = by_artifact.get(data.get("artifactId"))
+        name = (a.name if a else "") or data.get("artifactId", "")
+        title = f"Artifact {name}" + (" extended" if data.get("append") else "")
+        parts = len(a.parts) if a else 0
+        return Entry(kind="artifact", title=title, details=[("parts", str(parts))], **base)
+    return Entry(kind="state", title=kind.replace("_", " ").capitalize(), text=ev.reason, **base)

@@ -1,0 +1,237 @@
+// The task board: every task, live. Rows are keyed by task id and patched in place, so a
+// delta costs work for the tasks it touches (plus recounting), not a re-render of the board.
+
+import { describe, el, matches, STATE_LABELS, STATES, hhmm } from "./describe.js";
+
+const metrics = { firstRender: null, snapshotRender: [], deltas: [], paints: [] };
+window.__boardMetrics = metrics;
+
+export function start(live) {
+  const tbody = document.getElementById("board-rows");
+  const empty = document.getElementById("board-empty");
+  const summary = document.getElementById("board-summary");
+  const filterForm = document.getElementById("filters");
+  const bulkForm = document.getElementById("bulk-form");
+  const selectAll = document.getElementById("select-all");
+  const canOperate = document.body.dataset.canOperate === "1";
+  const rows = new Map(); // taskId -> {tr, cells, entry}
+  const selected = new Set();
+  let filters = readFilters();
+
+  function readFilters() {
+    const q = new URLSearchParams(location.search);
+    return { state: q.get("state") || "", skill: q.get("skill") || "", context: q.get("context") || "", q: q.get("q") || "" };
+  }
+
+  function makeRow(entry) {
+    const id = entry.taskId;
+    const tr = el("tr", { dataset: { task: id } });
+    const cells = {};
+    if (canOperate) {
+      const cb = el("input", { type: "checkbox", name: "ids", value: id, form: "bulk-form", "aria-label": "Select task" });
+      cb.addEventListener("change", () => {
+        if (cb.checked) selected.add(id);
+        else selected.delete(id);
+        updateBulk();
+      });
+      cells.cb = cb;
+      tr.append(el("td", { class: "col-check" }, cb));
+    }
+    cells.chip = el("span", { class: "chip" });
+    tr.append(el("td", { class: "col-state" }, cells.chip));
+    cells.link = el("a", { class: "task-link", href: `/tasks/${encodeURIComponent(id)}` });
+    cells.sub = el("span", { class: "task-sub" });
+    tr.append(el("td", { class: "col-task" }, cells.link, cells.sub));
+    cells.line = el("span", { class: "line" });
+    tr.append(el("td", { class: "col-line" }, cells.line));
+    cells.bar = el("span", { class: "mini-bar" });
+    cells.barWrap = el("span", { class: "mini", "aria-hidden": "true" }, cells.bar);
+    cells.pct = el("span", { class: "mini-text" });
+    tr.append(el("td", { class: "col-progress" }, cells.barWrap, cells.pct));
+    cells.time = el("time");
+    tr.append(el("td", { class: "col-time" }, cells.time));
+    const row = { tr, cells, entry: null, status: null, updatedAt: null };
+    fillRow(row, entry);
+    return row;
+  }
+
+  function fillRow(row, entry) {
+    // Patches change entries in place: compare with what this row last drew, not with
+    // the entry object (it is the same object).
+    const c = row.cells;
+    row.entry = entry;
+    if (row.status !== entry.status) {
+      row.status = entry.status;
+      c.chip.dataset.state = entry.status;
+      c.chip.textContent = STATE_LABELS[entry.status] || entry.status;
+      c.chip.title = entry.status;
+      row.tr.dataset.state = entry.status;
+    }
+    const title = entry.title || entry.taskId;
+    if (c.link.textContent !== title) c.link.textContent = title;
+    const sub = `${entry.skill || "—"} · ${entry.taskId.slice(0, 8)}`;
+    if (c.sub.textContent !== sub) c.sub.textContent = sub;
+    const line = describe(entry);
+    if (c.line.textContent !== line) {
+      c.line.textContent = line;
+      c.line.title = line;
+    }
+    const p = entry.summaries?.progress;
+    const pct = p && p.total ? Math.round((100 * p.done) / p.total) : null;
+    c.barWrap.hidden = pct === null;
+    c.bar.style.width = pct === null ? "0" : `${pct}%`;
+    c.bar.dataset.state = entry.status;
+    c.pct.textContent = p ? `${p.done}/${p.total}` : "";
+    row.updatedAt = entry.updatedAt;
+    c.time.dateTime = entry.updatedAt || "";
+    c.time.textContent = hhmm(entry.updatedAt, true);
+    c.time.title = entry.updatedAt || "";
+    applyVisibility(row);
+  }
+
+  function applyVisibility(row) {
+    const show = matches(row.entry, filters);
+    row.tr.hidden = !show;
+    if (row.cells.cb) {
+      row.cells.cb.disabled = !show;
+      if (!show && row.cells.cb.checked) {
+        row.cells.cb.checked = false;
+        selected.delete(row.entry.taskId);
+      }
+    }
+  }
+
+  function recount() {
+    const counts = Object.fromEntries(STATES.map((s) => [s, 0]));
+    let shown = 0;
+    let total = 0;
+    for (const row of rows.values()) {
+      total += 1;
+      counts[row.entry.status] = (counts[row.entry.status] || 0) + 1;
+      if (!row.tr.hidden) shown += 1;
+    }
+    for (const node of document.querySelectorAll("[data-count]")) {
+      const s = node.dataset.count;
+      const n = s === "" ? total : counts[s] || 0;
+      if (node.textContent !== String(n)) node.textContent = String(n);
+      node.closest(".count").classList.toggle("zero", n === 0);
+    }
+    for (const a of document.querySelectorAll(".count")) {
+      a.setAttribute("aria-current", a.dataset.state === filters.state ? "true" : "false");
+    }
+    empty.hidden = shown !== 0 || total === 0;
+    const f = Object.entries(filters).filter(([, v]) => v);
+    summary.textContent =
+      `${shown} of ${total} task${total === 1 ? "" : "s"} shown` + (f.length ? ` (filtered by ${f.map(([k, v]) => `${k}: ${v}`).join(", ")})` : "");
+    const matching = document.getElementById("bulk-matching");
+    if (matching) matching.textContent = String(shown);
+    return shown;
+  }
+
+  function updateBulk() {
+    const n = document.getElementById("bulk-selected");
+    if (n) n.textContent = `${selected.size} selected`;
+    if (selectAll) {
+      const visible = [...rows.values()].filter((r) => !r.tr.hidden);
+      selectAll.checked = visible.length > 0 && visible.every((r) => r.cells.cb.checked);
+    }
+  }
+
+  function sortedEntries(tasks) {
+    return Object.values(tasks).sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0));
+  }
+
+  live.on("snapshot", (state, t0) => {
+    const keep = new Set(selected);
+    rows.clear();
+    selected.clear();
+    const frag = document.createDocumentFragment();
+    for (const entry of sortedEntries(state.view.tasks)) {
+      const row = makeRow(entry);
+      rows.set(entry.taskId, row);
+      if (keep.has(entry.taskId) && row.cells.cb && !row.tr.hidden) {
+        row.cells.cb.checked = true;
+        selected.add(entry.taskId);
+      }
+      frag.append(row.tr);
+    }
+    tbody.replaceChildren(frag);
+    recount();
+    updateBulk();
+    const done = performance.now();
+    metrics.snapshotRender.push(done - t0);
+    if (metrics.firstRender === null) metrics.firstRender = done;
+    document.body.dataset.boardReady = "1";
+  });
+
+  live.on("change", (ids, pendingChanged, t0) => {
+    for (const id of ids) {
+      const entry = live.tasks[id];
+      const row = rows.get(id);
+      if (!entry) {
+        if (row) {
+          row.tr.remove();
+          rows.delete(id);
+          selected.delete(id);
+        }
+        continue;
+      }
+      if (row) {
+        const moved = row.updatedAt !== entry.updatedAt;
+        fillRow(row, entry);
+        if (moved && tbody.firstChild !== row.tr) tbody.prepend(row.tr);
+      } else {
+        const fresh = makeRow(entry);
+        rows.set(id, fresh);
+        tbody.prepend(fresh.tr);
+      }
+    }
+    recount();
+    const done = performance.now();
+    metrics.deltas.push(done - t0);
+    requestAnimationFrame(() => setTimeout(() => metrics.paints.push(performance.now() - t0), 0));
+  });
+
+  // Filters live in the URL: change one and the board, the counts and the bulk form follow.
+  function setFilters() {
+    const data = new FormData(filterForm);
+    filters = { state: data.get("state") || "", skill: data.get("skill") || "", context: (data.get("context") || "").trim(), q: (data.get("q") || "").trim() };
+    const q = new URLSearchParams(Object.entries(filters).filter(([, v]) => v));
+    history.replaceState(null, "", q.toString() ? `?${q}` : location.pathname);
+    if (bulkForm) for (const k of Object.keys(filters)) bulkForm.elements[k].value = filters[k];
+    for (const row of rows.values()) applyVisibility(row);
+    recount();
+    updateBulk();
+  }
+  filterForm.addEventListener("input", setFilters);
+  filterForm.addEventListener("change", setFilters);
+  filterForm.addEventListener("submit", (e) => {
+    e.preventDefault();
+    setFilters();
+  });
+  document.getElementById("f-clear").addEventListener("click", (e) => {
+    e.preventDefault();
+    filterForm.reset();
+    for (const input of filterForm.querySelectorAll("input")) input.value = "";
+    for (const s of filterForm.querySelectorAll("select")) s.value = "";
+    setFilters();
+  });
+  for (const a of document.querySelectorAll(".count")) {
+    a.addEventListener("click", (e) => {
+      e.preventDefault();
+      document.getElementById("f-state").value = a.dataset.state;
+      setFilters();
+    });
+  }
+  if (selectAll) {
+    selectAll.addEventListener("change", () => {
+      for (const row of rows.values()) {
+        if (row.tr.hidden) continue;
+        row.cells.cb.checked = selectAll.checked;
+        if (selectAll.checked) selected.add(row.entry.taskId);
+        else selected.delete(row.entry.taskId);
+      }
+      updateBulk();
+    });
+  }
+}

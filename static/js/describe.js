@@ -1,0 +1,113 @@
+// Words shared by every page: state labels (the same as dashboard/templatetags) and the
+// one line that says what a task is doing or waiting for.
+
+export const STATE_LABELS = {
+  submitted: "Queued",
+  working: "Working",
+  "input-required": "Needs input",
+  "auth-required": "Needs sign-in",
+  "paused-by-client": "Paused",
+  "paused-by-agent": "Parked",
+  completed: "Completed",
+  failed: "Failed",
+  canceled: "Canceled",
+  rejected: "Rejected",
+};
+
+export const STATES = Object.keys(STATE_LABELS);
+export const PAUSED = new Set(["paused-by-client", "paused-by-agent"]);
+
+export function hhmm(iso, seconds = false) {
+  if (!iso) return "";
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return "";
+  const opts = { hour: "2-digit", minute: "2-digit", hour12: false };
+  if (seconds) opts.second = "2-digit";
+  return d.toLocaleTimeString([], opts);
+}
+
+export function onTimeoutText(value) {
+  return (
+    {
+      fail: "fails",
+      resume_with_summary: "resumes with a summary",
+      resume_with_input: "resumes with preset input",
+    }[value] || "resumes"
+  );
+}
+
+function waitingFor(pause) {
+  const c = pause.conditions || {};
+  if (pause.reason) return pause.reason;
+  if (c.onEvent) return `waiting for ${c.onEvent}`;
+  if (c.trigger) return `waiting for ${c.trigger.event}`;
+  return "waiting";
+}
+
+function deadlineText(pause) {
+  if (!pause.deadline) return "";
+  return `, times out ${hhmm(pause.deadline)}, then ${onTimeoutText(pause.onTimeout)}`;
+}
+
+// "paused by operator:ana: release freeze — since 14:02"
+// "parked: waiting for ci.build.completed:1234 — times out 14:32, then fails"
+export function describe(entry) {
+  const s = entry.status;
+  const text = entry.statusText || "";
+  const p = entry.summaries?.progress;
+  const pause = entry.pause;
+  if (s === "paused-by-client" && pause) {
+    const why = pause.reason ? `: ${pause.reason}` : "";
+    return `paused by ${pause.requestedBy}${why} — since ${hhmm(pause.pausedAt)}${deadlineText(pause)}`;
+  }
+  if (s === "paused-by-agent" && pause) {
+    const dl = pause.deadline
+      ? `times out ${hhmm(pause.deadline)}, then ${onTimeoutText(pause.onTimeout)}`
+      : `since ${hhmm(pause.pausedAt)}`;
+    return `parked: ${waitingFor(pause)} — ${dl}`;
+  }
+  if (s === "input-required") return `waiting for input: ${text || "an answer"} — since ${hhmm(entry.updatedAt)}`;
+  if (s === "auth-required") return `waiting for sign-in — since ${hhmm(entry.updatedAt)}`;
+  if (s === "submitted") return `queued, waiting for a worker — since ${hhmm(entry.createdAt)}`;
+  if (s === "working") {
+    const step = p ? ` (${p.done} of ${p.total})` : "";
+    return `working${step}${text ? `: ${text}` : ""}`;
+  }
+  const label = STATE_LABELS[s] || s;
+  return `${label.toLowerCase()} at ${hhmm(entry.updatedAt)}${text ? `: ${text}` : ""}`;
+}
+
+// The same rules as dashboard.selectors.entry_matches (the server uses those for bulk).
+export function matches(entry, f) {
+  if (f.state === "paused") {
+    if (!PAUSED.has(entry.status)) return false;
+  } else if (f.state && entry.status !== f.state) return false;
+  if (f.skill && entry.skill !== f.skill) return false;
+  if (f.context && entry.contextId !== f.context) return false;
+  if (f.q) {
+    const pause = entry.pause || {};
+    const hay = [entry.taskId, entry.contextId, entry.skill, entry.title, entry.statusText, pause.reason, pause.requestedBy]
+      .filter(Boolean)
+      .join(" ")
+      .toLowerCase();
+    return f.q
+      .toLowerCase()
+      .split(/\s+/)
+      .filter(Boolean)
+      .every((t) => hay.includes(t));
+  }
+  return true;
+}
+
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "class") node.className = v;
+    else if (k === "text") node.textContent = v;
+    else if (k === "dataset") Object.assign(node.dataset, v);
+    else node.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children) if (c) node.append(c);
+  return node;
+}

@@ -1,0 +1,121 @@
+// Approvals inbox: pending requests arrive and leave live (forms being filled in are kept
+// as typed); keyboard: j/k move, a approve, r reject (then write why), / search.
+
+import { fetchFragment, trackEdits } from "./fragments.js";
+
+export function start(live) {
+  const lists = document.getElementById("inbox-lists");
+  trackEdits(lists);
+  let current = null;
+  let inFlight = false;
+  let again = false;
+
+  function items() {
+    return [...document.querySelectorAll("#pending-list .inbox-item")];
+  }
+
+  function select(item, focus = true) {
+    if (current) current.classList.remove("current");
+    current = item;
+    if (!item) return;
+    item.classList.add("current");
+    if (focus) {
+      item.focus({ preventScroll: true });
+      item.scrollIntoView({ block: "nearest" });
+    }
+  }
+
+  function known() {
+    return new Set(items().map((i) => i.dataset.interrupt));
+  }
+
+  async function refresh() {
+    if (inFlight) {
+      again = true;
+      return;
+    }
+    inFlight = true;
+    try {
+      const q = new URLSearchParams(location.search).get("q") || "";
+      const doc = await fetchFragment(`/inbox?fragment=1&q=${encodeURIComponent(q)}`);
+      const list = document.getElementById("pending-list");
+      const byId = new Map(items().map((i) => [i.dataset.interrupt, i]));
+      const next = [];
+      for (const fresh of doc.querySelectorAll("#pending-list .inbox-item")) {
+        const keep = byId.get(fresh.dataset.interrupt);
+        next.push(keep || document.importNode(fresh, true));
+      }
+      list.replaceChildren(...next);
+      for (const id of ["pending-count", "pending-empty", "resolved-list"]) {
+        const fresh = doc.getElementById(id);
+        const old = document.getElementById(id);
+        if (fresh && old) old.replaceWith(document.importNode(fresh, true));
+      }
+      window.taskdeck.localiseTimes(lists);
+      if (current && !current.isConnected) select(items()[0] || null, false);
+    } catch (err) {
+      console.warn("inbox refresh failed", err);
+    } finally {
+      inFlight = false;
+      if (again) {
+        again = false;
+        refresh();
+      }
+    }
+  }
+
+  function pendingIds() {
+    return new Set(Object.keys(live.pending));
+  }
+  function differs() {
+    const a = pendingIds();
+    const b = known();
+    if (a.size !== b.size) return true;
+    for (const id of a) if (!b.has(id)) return true;
+    return false;
+  }
+  live.on("snapshot", () => differs() && refresh());
+  live.on("change", (ids, pendingChanged) => pendingChanged && refresh());
+
+  // Keyboard
+  document.addEventListener("keydown", (e) => {
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    const t = e.target;
+    const typing = t.closest && t.closest("input:not([type=radio]):not([type=checkbox]), textarea, select");
+    if (e.key === "Escape" && typing) {
+      t.blur();
+      const item = t.closest(".inbox-item");
+      if (item) select(item);
+      return;
+    }
+    if (typing) return;
+    const all = items();
+    if (!all.length) return;
+    const at = current ? all.indexOf(current) : -1;
+    if (e.key === "j" || e.key === "k") {
+      e.preventDefault();
+      const step = e.key === "j" ? 1 : -1;
+      select(all[Math.min(all.length - 1, Math.max(0, at + step))] || all[0]);
+    } else if (e.key === "a" || e.key === "r") {
+      const item = current && current.isConnected ? current : all[0];
+      const radio = item.querySelector(`input[data-decision=${e.key === "a" ? "approve" : "reject"}]`);
+      if (!radio) return;
+      e.preventDefault();
+      select(item, false);
+      radio.checked = true;
+      radio.closest("form").dataset.dirty = "1";
+      if (e.key === "a") {
+        radio.closest("form").requestSubmit();
+      } else {
+        const comment = radio.closest("fieldset").querySelector("[data-comment]");
+        if (comment) comment.focus();
+      }
+    }
+  });
+  document.addEventListener("focusin", (e) => {
+    const item = e.target.closest && e.target.closest("#pending-list .inbox-item");
+    if (item && item !== current) select(item, false);
+  });
+  const firstError = document.querySelector(".inbox-item .has-error");
+  if (firstError) select(firstError.closest(".inbox-item"));
+}

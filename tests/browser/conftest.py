@@ -1,0 +1,124 @@
+"""Browser tests: Debian's Chromium driven by sync Playwright against a live Daphne, real
+agent workers and the scheduler, on the test database.
+
+Run in their own pytest process (`pytest tests/browser`): sync Playwright keeps an event
+loop running in the main thread, which the async and ORM tests must not share; that is
+also why Django's async-safety check is turned off here, and only here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from django.test import Client
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from a2a import services
+from a2a.errors import TaskError
+from a2a.lifecycle import TERMINAL, TransitionRefused
+from a2a.models import Task
+from dashboard import roles
+from tests.dashboard.conftest import make_user
+from tests.runtime.conftest import runtime, start, wait_idle  # noqa: F401
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+ARTIFACTS = Path(__file__).parent / "artifacts"
+OPS = services.Actor("operator", "teardown")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not os.path.exists(CHROMIUM):
+        skip = pytest.mark.skip(reason=f"{CHROMIUM} is missing (make test installs it)")
+        for item in items:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def site(asgi_server, runtime) -> str:  # noqa: F811
+    """Daphne plus two workers and the scheduler, started before any browser (so no
+    process is forked while Playwright's threads run)."""
+    return asgi_server
+
+
+@pytest.fixture(scope="session")
+def browser(site) -> Iterator[Browser]:
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(autouse=True)
+def settle(transactional_db, runtime, start) -> Iterator[None]:  # noqa: F811
+    """After each test, stop whatever it started (from the browser too) and wait until no
+    worker holds a task, so the database flush meets idle workers. (It depends on `start`
+    so that it runs first: a task may finish between a check and a cancel, which `start`'s
+    own teardown does not expect.)"""
+    yield
+    active = list(Task.objects.exclude(state__in=list(TERMINAL)).values_list("id", flat=True))
+    for task_id in active:
+        with contextlib.suppress(TaskError, TransitionRefused):
+            services.cancel_task(task_id, actor=OPS, reason="test teardown")
+    for task_id in Task.objects.values_list("id", flat=True):
+        wait_idle(task_id)
+
+
+@pytest.fixture
+def operator(django_user_model, transactional_db):
+    return make_user(django_user_model, "ana", roles.OPERATORS)
+
+
+@pytest.fixture
+def viewer(django_user_model, transactional_db):
+    return make_user(django_user_model, "vic", roles.VIEWERS)
+
+
+@pytest.fixture
+def open_as(browser, site) -> Iterator[Callable[..., Page]]:
+    """open_as(user, "/path") -> a page in a fresh browser context signed in as `user`.
+    Any JavaScript error or alert() fails the test."""
+    contexts = []
+    problems: list[str] = []
+
+    def open_page(user, path: str = "/") -> Page:
+        client = Client()
+        client.force_login(user)
+        context = browser.new_context(base_url=site, viewport={"width": 1360, "height": 900})
+        context.add_cookies(
+            [{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": site}]
+        )
+        contexts.append(context)
+        page = context.new_page()
+        page.set_default_timeout(15_000)
+        page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
+        page.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
+        page.goto(path)
+        return page
+
+    yield open_page
+    for context in contexts:
+        context.close()
+    assert not problems, problems
+
+
+def shot(page: Page, name: str) -> Path:
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
