@@ -5,12 +5,28 @@ from __future__ import annotations
 
 from rest_framework import serializers, status
 from rest_framework.authentication import SessionAuthentication
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from a2a import services
+from a2a import jsonsafe, services
 from a2a.auth import ApiKeyAuthentication, Principal, has_scope
 from a2a.jsonrpc.fields import ObjectField, StrictCharField
+
+
+class StorableJSONParser(JSONParser):
+    """DRF's JSON parser, but 1e400 and NaN are parse errors and deep nesting is a 400
+    rather than a RecursionError (a 500)."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        encoding = (parser_context or {}).get("encoding", "utf-8")
+        try:
+            return jsonsafe.loads(stream.read().decode(encoding))
+        except RecursionError:
+            raise ParseError("JSON parse error - nested too deeply") from None
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ParseError(f"JSON parse error - {exc}") from None
 
 
 class EventSerializer(serializers.Serializer):
@@ -22,9 +38,16 @@ class EventSerializer(serializers.Serializer):
             raise serializers.ValidationError("must be non-empty and contain no spaces")
         return value
 
+    def validate_payload(self, value: dict) -> dict:
+        if (found := jsonsafe.problem(value)) is not None:
+            where = f"{found.path} " if found.path else ""
+            raise serializers.ValidationError(f"{where}{found.why}; it cannot be stored")
+        return value
+
 
 class EventsView(APIView):
     authentication_classes = [ApiKeyAuthentication, SessionAuthentication]
+    parser_classes = [StorableJSONParser]
     permission_classes = [has_scope("write")]
 
     def post(self, request):

@@ -39,12 +39,14 @@ from ag_ui.core import (
 from ag_ui.encoder import EventEncoder
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 from pydantic import ValidationError
 
-from a2a import services
+from a2a import jsonsafe, services
 from a2a.auth import Unauthenticated, authenticate
 from a2a.jsonrpc.streaming import group_name, wait_for_news
 from a2a.lifecycle import PAUSED, State
@@ -134,6 +136,11 @@ async def _stream(run: RunAgentInput, actor: services.Actor) -> AsyncIterator[by
         plan = await database_sync_to_async(bridge.start_run)(run, actor)
     except bridge.RunRefused as refused:
         yield _enc(RunErrorEvent(message=refused.message, code=refused.code))
+        return
+    except Exception:
+        # Never leave the client's stream open without an answer.
+        log.exception("AG-UI run for thread %s could not start", run.thread_id)
+        yield _enc(RunErrorEvent(message="the server failed to start the run", code="internal"))
         return
     outcome = "error"
     layer = get_channel_layer()
@@ -258,8 +265,21 @@ async def run_endpoint(request: HttpRequest):
         if status == 401:
             response["WWW-Authenticate"] = 'Bearer realm="taskdeck"'
         return response
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
     try:
-        run = RunAgentInput.model_validate_json(request.body)
+        if int(request.headers.get("Content-Length") or 0) > limit:
+            raise RequestDataTooBig
+        body = jsonsafe.check(jsonsafe.loads(request.body))
+    except RequestDataTooBig:
+        return JsonResponse({"detail": f"request body over {limit} bytes"}, status=413)
+    except jsonsafe.Unstorable as exc:
+        error = {"type": "unstorable", "loc": exc.path.split(".") if exc.path else [],
+                 "msg": exc.why}  # fmt: skip
+        return JsonResponse({"detail": f"cannot be stored: {exc}", "errors": [error]}, status=422)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        return JsonResponse({"detail": f"body is not valid JSON: {exc}"}, status=400)
+    try:
+        run = RunAgentInput.model_validate(body)
     except ValidationError as exc:
         errors = exc.errors(include_url=False, include_context=False, include_input=False)
         return JsonResponse({"detail": "not a RunAgentInput", "errors": errors}, status=422)

@@ -10,6 +10,7 @@ from typing import Any
 
 from django import forms
 
+from a2a import jsonsafe
 from a2a.conditions import MAX_DURATION_MINUTES
 from a2a.models import Suspension
 from dashboard.actions import BULK_ACTIONS
@@ -51,6 +52,8 @@ class JSONField(forms.CharField):
             raise forms.ValidationError(f"Not valid JSON: {exc.msg} (line {exc.lineno}).") from None
         if self.object_only and not isinstance(parsed, dict):
             raise forms.ValidationError('Must be a JSON object, e.g. {"status": "green"}.')
+        if (found := jsonsafe.problem(parsed)) is not None:
+            raise forms.ValidationError(f"Cannot be stored: {found.path or 'it'} {found.why}.")
         return parsed
 
 
@@ -185,6 +188,8 @@ def answer_values(fields: list[dict[str, Any]], post) -> tuple[dict[str, Any], d
             values[name] = options[index] if valid else raw
         else:
             values[name] = raw
+        if name in values and (found := jsonsafe.problem(values[name])) is not None:
+            errors[name] = [f"This value {found.why}; it cannot be stored."]
     return values, errors
 
 

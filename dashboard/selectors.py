@@ -16,6 +16,7 @@ from agui.models import Interrupt, ViewTask
 from dashboard.models import AuditEntry
 
 STATE_ORDER = [s.value for s in State]
+FILTER_CHARS = 200  # longer is a paste accident; SQLite refuses LIKE patterns past 50 kB
 PAUSED_STATES = [s.value for s in PAUSED]
 
 
@@ -31,12 +32,10 @@ class Filters:
 
     @classmethod
     def from_query(cls, query) -> Filters:
-        return cls(
-            state=(query.get("state") or "").strip(),
-            skill=(query.get("skill") or "").strip(),
-            context=(query.get("context") or "").strip(),
-            q=(query.get("q") or "").strip(),
-        )
+        def get(key: str) -> str:
+            return (query.get(key) or "").replace("\x00", "").strip()[:FILTER_CHARS]
+
+        return cls(state=get("state"), skill=get("skill"), context=get("context"), q=get("q"))
 
     def as_query(self) -> dict[str, str]:
         return {k: v for k, v in vars(self).items() if v}
@@ -219,7 +218,10 @@ def pending_interrupt(interrupt_id: str) -> Interrupt | None:
 
 
 def audit_entries(query, limit: int = 200) -> tuple[list[AuditEntry], dict[str, str]]:
-    f = {k: (query.get(k) or "").strip() for k in ("who", "action", "task", "outcome", "q")}
+    f = {
+        k: (query.get(k) or "").replace("\x00", "").strip()[:FILTER_CHARS]
+        for k in ("who", "action", "task", "outcome", "q")
+    }
     qs = AuditEntry.objects.all()
     if f["who"]:
         qs = qs.filter(who__icontains=f["who"])

@@ -20,6 +20,7 @@ from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import serializers
 
+from a2a import jsonsafe
 from a2a.auth import Principal, Unauthenticated, authenticate
 from a2a.models import TaskEvent
 
@@ -66,17 +67,13 @@ def _valid_id(value: Any) -> bool:
     )
 
 
-def _no_constants(name: str):
-    raise ValueError(f"{name} is not valid JSON")
-
-
 def _parse(request: HttpRequest) -> tuple[Any, dict[str, Any]]:
     """(id, envelope) or JsonRpcError."""
     limit = settings.TASKDECK["MAX_REQUEST_BYTES"]
     if int(request.headers.get("Content-Length") or 0) > limit:
         raise JsonRpcError(INVALID_REQUEST, f"request body over {limit} bytes", http_status=413)
     try:
-        payload = json.loads(request.body, parse_constant=_no_constants)
+        payload = jsonsafe.loads(request.body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise JsonRpcError(PARSE_ERROR, f"body is not valid JSON: {exc}") from None
     except RecursionError:
@@ -204,6 +201,10 @@ async def endpoint(request: HttpRequest):
             version=version,
         )
     params = payload.get("params") or {}
+    if (found := jsonsafe.problem(params)) is not None:
+        # Valid JSON the database cannot store (NUL, a lone surrogate) or too deep to walk
+        # safely: refused before any handler, so no method half-writes it.
+        return _response(rpc_id, error=invalid_params({found.path: [found.why]}), version=version)
     if version == "1.0":
         params = wire10.params_to_03(name, params)
     try:

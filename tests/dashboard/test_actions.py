@@ -174,3 +174,24 @@ def test_the_audit_page_lists_and_filters_entries(op, make_task):
     assert "release freeze" not in refused and "Give a reason" in refused
     assert "release freeze" in op.get("/audit?q=freeze").content.decode()
     assert "No entries" in op.get("/audit?who=someone-else").content.decode()
+
+
+def test_audit_filters_survive_pasted_novels_and_nul(op, make_task):
+    task = make_task("working")
+    op.post(f"/tasks/{task.id}/pause", {"reason": "", "mode": "finish_step"})
+    for params in ({"q": "x" * 60_000}, {"who": "a\x00b"}, {"task": "t" * 5000}):
+        response = op.get("/audit", params)
+        assert response.status_code == 200
+        assert "No entries" in response.content.decode()
+
+
+def test_values_the_database_cannot_store_are_form_errors(op, make_task, unchanged):
+    task = make_task("paused-by-agent")
+    with unchanged():
+        response = op.post(f"/tasks/{task.id}/emit", {"name": "a.b", "payload": '{"a": "\\u0000"}'})
+        assert response.status_code == 400
+        assert "Cannot be stored: a contains a NUL character." in response.content.decode()
+        response = op.post(f"/tasks/{task.id}/resume", {"resume_input": '"\\ud800"'})
+        assert "unpaired surrogate" in response.content.decode()
+        assert op.get("/tasks/a%00b").status_code == 404
+        assert op.post("/tasks/a%00b/cancel", {"reason": "x"}).status_code == 404
