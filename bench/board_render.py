@@ -11,7 +11,8 @@ records, for each AG-UI event it applies (static/js/board.js, window.__boardMetr
 - time to first render: navigation start -> every row of the snapshot in the DOM;
 - snapshot render: the STATE_SNAPSHOT message -> its rows in the DOM (JS time);
 - per-delta render: one STATE_DELTA message -> patched state, rows and counts (JS time);
-- per-delta to next frame: the same message -> the next animation frame has run.
+- per-delta to next frame: the same message -> the next animation frame has run
+  (compare with the idle page's own time to next frame, printed as a baseline).
 At the end the page's view must equal a fresh snapshot (it reports the mismatches).
 Without REDIS_URL the server hears of changes made in this process by polling the event
 log (every 0.5 s), so deltas arrive in bursts; with REDIS_URL they arrive one by one.
@@ -169,12 +170,26 @@ def main() -> None:
             page.wait_for_selector("body[data-board-ready]", timeout=60_000)
             first = page.evaluate("window.__boardMetrics.firstRender")
             snap = page.evaluate("window.__boardMetrics.snapshotRender[0]")
-            rows = page.locator("#board-rows tr").count()
+            rows = page.locator("#board-rows .row").count()
             layer = "redis" if os.environ.get("REDIS_URL") else "in-memory (polling)"
             db = django.db.connection.vendor
             print(f"Taskdeck board benchmark ({db}, channel layer {layer}, Chromium headless)")
             print(f"time to first render (navigation -> {rows} rows)     {first:.0f} ms")
             print(f"snapshot render (STATE_SNAPSHOT -> rows in the DOM) {snap:.0f} ms")
+
+            idle = page.evaluate(
+                """async () => {
+                    const out = [];
+                    for (let i = 0; i < 30; i++) {
+                        const t0 = performance.now();
+                        await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+                        out.push(performance.now() - t0);
+                        await new Promise((r) => setTimeout(r, 30));
+                    }
+                    return out;
+                }"""
+            )
+            print(f"idle page to next frame (baseline, nothing changed) {summary(idle)}")
 
             interval = 1.0 / args.rate
             made = 0

@@ -390,6 +390,7 @@ def bulk(request: HttpRequest) -> HttpResponse:
             status=400,
         )
     d = form.cleaned_data
+    d["ids"] = [i for i in d["ids"] if "\x00" not in i]  # no task has one; PostgreSQL can't look
     if d["scope"] == "filter":
         entries = selectors.matching_entries(filters)
     else:
@@ -409,7 +410,7 @@ def bulk(request: HttpRequest) -> HttpResponse:
                 "back": back,
             },
         )
-    ids = request.POST.getlist("confirmed")
+    ids = [i for i in request.POST.getlist("confirmed") if "\x00" not in i]
     mode = d["mode"] or "finish_step"
     result = actions.bulk(request.user, d["action"], ids, reason=d["reason"], mode=mode)
     titles = {e["taskId"]: e.get("title", "") for e in selectors.entries_for(ids)}
@@ -445,7 +446,7 @@ def _demo_context(request, guided: str = "", failed=None) -> dict[str, Any]:
         preset = PRESETS.get(skill["id"], {"text": (skill.get("examples") or ["demo"])[0]})
         demos.append({"skill": skill, "text": preset["text"]})
     ctx: dict[str, Any] = {"page": "demo", "demos": demos, "guided": None}
-    if guided:
+    if guided and "\x00" not in guided:
         task = Task.objects.filter(pk=guided).select_related("status_message").first()
         if task is not None:
             pending = Interrupt.objects.filter(

@@ -1,5 +1,7 @@
 // The task board: every task, live. Rows are keyed by task id and patched in place, so a
 // delta costs work for the tasks it touches (plus recounting), not a re-render of the board.
+// Order is stable (newest task first): at 20 changes a second rows must not jump under the
+// operator's pointer; a changed row flashes instead.
 
 import { describe, el, matches, STATE_LABELS, STATES, hhmm } from "./describe.js";
 
@@ -25,7 +27,7 @@ export function start(live) {
 
   function makeRow(entry) {
     const id = entry.taskId;
-    const tr = el("tr", { dataset: { task: id } });
+    const tr = el("div", { class: "row", role: "row", dataset: { task: id } });
     const cells = {};
     if (canOperate) {
       const cb = el("input", { type: "checkbox", name: "ids", value: id, form: "bulk-form", "aria-label": "Select task" });
@@ -35,21 +37,21 @@ export function start(live) {
         updateBulk();
       });
       cells.cb = cb;
-      tr.append(el("td", { class: "col-check" }, cb));
+      tr.append(el("div", { class: "col-check", role: "cell" }, cb));
     }
     cells.chip = el("span", { class: "chip" });
-    tr.append(el("td", { class: "col-state" }, cells.chip));
+    tr.append(el("div", { class: "col-state", role: "cell" }, cells.chip));
     cells.link = el("a", { class: "task-link", href: `/tasks/${encodeURIComponent(id)}` });
     cells.sub = el("span", { class: "task-sub" });
-    tr.append(el("td", { class: "col-task" }, cells.link, cells.sub));
+    tr.append(el("div", { class: "col-task", role: "cell" }, cells.link, cells.sub));
     cells.line = el("span", { class: "line" });
-    tr.append(el("td", { class: "col-line" }, cells.line));
+    tr.append(el("div", { class: "col-line", role: "cell" }, cells.line));
     cells.bar = el("span", { class: "mini-bar" });
     cells.barWrap = el("span", { class: "mini", "aria-hidden": "true" }, cells.bar);
     cells.pct = el("span", { class: "mini-text" });
-    tr.append(el("td", { class: "col-progress" }, cells.barWrap, cells.pct));
+    tr.append(el("div", { class: "col-progress", role: "cell" }, cells.barWrap, cells.pct));
     cells.time = el("time");
-    tr.append(el("td", { class: "col-time" }, cells.time));
+    tr.append(el("div", { class: "col-time", role: "cell" }, cells.time));
     const row = { tr, cells, entry: null, status: null, updatedAt: null };
     fillRow(row, entry);
     return row;
@@ -137,8 +139,19 @@ export function start(live) {
     }
   }
 
+  function newestFirst(a, b) {
+    if (a.createdAt !== b.createdAt) return a.createdAt < b.createdAt ? 1 : -1;
+    return a.taskId < b.taskId ? 1 : -1;
+  }
+
   function sortedEntries(tasks) {
-    return Object.values(tasks).sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0));
+    return Object.values(tasks).sort(newestFirst);
+  }
+
+  const calm = matchMedia("(prefers-reduced-motion: reduce)");
+  function flash(tr) {
+    if (calm.matches || tr.hidden) return;
+    tr.animate([{ backgroundColor: "#fff6d6" }, { backgroundColor: "transparent" }], { duration: 1200, easing: "ease-out" });
   }
 
   live.on("snapshot", (state, t0) => {
@@ -164,6 +177,7 @@ export function start(live) {
     document.body.dataset.boardReady = "1";
   });
 
+  const flashes = new Set();
   live.on("change", (ids, pendingChanged, t0) => {
     for (const id of ids) {
       const entry = live.tasks[id];
@@ -177,16 +191,22 @@ export function start(live) {
         continue;
       }
       if (row) {
-        const moved = row.updatedAt !== entry.updatedAt;
         fillRow(row, entry);
-        if (moved && tbody.firstChild !== row.tr) tbody.prepend(row.tr);
+        flashes.add(row.tr);
       } else {
         const fresh = makeRow(entry);
         rows.set(id, fresh);
-        tbody.prepend(fresh.tr);
+        tbody.prepend(fresh.tr); // the newest task
+        flashes.add(fresh.tr);
       }
     }
     recount();
+    if (flashes.size) {
+      requestAnimationFrame(() => {
+        for (const tr of flashes) flash(tr);
+        flashes.clear();
+      });
+    }
     const done = performance.now();
     metrics.deltas.push(done - t0);
     requestAnimationFrame(() => setTimeout(() => metrics.paints.push(performance.now() - t0), 0));

@@ -27,7 +27,7 @@ export class LiveView {
     this.ws = null;
     this.timer = null;
     this.hasSnapshot = false;
-    this.stats = { snapshots: 0, deltas: 0, resyncs: 0, reconnects: 0 };
+    this.stats = { snapshots: 0, deltas: 0, resyncs: 0, reconnects: 0, statuses: [] };
   }
 
   on(name, fn) {
@@ -47,6 +47,8 @@ export class LiveView {
 
   setStatus(status, detail = "") {
     this.status = status;
+    this.stats.statuses.push(status);
+    if (this.stats.statuses.length > 50) this.stats.statuses.shift();
     this.emit("status", status, detail);
   }
 

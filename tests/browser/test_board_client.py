@@ -83,7 +83,7 @@ def test_agent_text_is_shown_as_text_on_the_board(open_as, operator, runtime):
         ids.append(task.id)
     page = open_as(operator, "/")  # an alert() would fail the test (see open_as)
     for task_id, payload in zip(ids, PAYLOADS, strict=True):
-        line = page.locator(f'#board-rows tr[data-task="{task_id}"]')
+        line = page.locator(f'#board-rows [data-task="{task_id}"]')
         expect(line.locator(".task-link")).to_have_text(f"task {payload}")
         expect(line.locator(".line")).to_contain_text(f"reason {payload}")
     assert page.locator("#board-rows img, #board-rows script").count() == 0

@@ -23,7 +23,7 @@ def live(page) -> None:
 
 
 def row(page, task_id: str):
-    return page.locator(f'#board-rows tr[data-task="{task_id}"]')
+    return page.locator(f'#board-rows [data-task="{task_id}"]')
 
 
 def test_sign_in(browser, site, operator, settle):
@@ -102,7 +102,7 @@ def test_guided_interrupt_flow(open_as, operator):
 
 
 def test_pause_a_running_batch_see_the_banner_resume_and_watch_it_finish(open_as, operator, start):
-    task = start("batch", "Re-render 60 thumbnails", items=60, pace=2)
+    task = start("batch", "Re-render 80 thumbnails", items=80, pace=2)
     wait_state(task.id, "working")
     page = open_as(operator, f"/tasks/{task.id}")
     live(page)
@@ -118,13 +118,13 @@ def test_pause_a_running_batch_see_the_banner_resume_and_watch_it_finish(open_as
     shot(page, "task-paused")
 
     page.locator('[data-action="resume"]').click()
-    expect(page.locator("#task-head .chip")).to_have_text("Completed", timeout=30_000)
-    expect(page.locator(".progress-text")).to_have_text("60 of 60")
-    expect(page.locator("#task-banner .banner")).to_contain_text("Processed 60 items.")
+    expect(page.locator("#task-head .chip")).to_have_text("Completed", timeout=60_000)
+    expect(page.locator(".progress-text")).to_have_text("80 of 80")
+    expect(page.locator("#task-banner .banner")).to_contain_text("Processed 80 items.")
     timeline = page.locator("#task-timeline")
     expect(timeline).to_contain_text("release freeze")
     expect(timeline).to_contain_text("resumed by hand")
-    assert done_at_pause != "60 of 60"
+    assert done_at_pause != "80 of 80"
 
 
 def test_two_browsers_an_action_in_one_shows_in_the_other(open_as, operator, viewer, start):
@@ -177,7 +177,7 @@ def test_bulk_pause_of_a_filter(open_as, operator, start):
     page.get_by_label("Search").fill("nightly-export")
     expect(page).to_have_url(re.compile(r"\?q=nightly-export$"))
     expect(page.locator("#bulk-matching")).to_have_text("3")
-    expect(page.locator("#board-rows tr:visible")).to_have_count(3)
+    expect(page.locator("#board-rows .row:visible")).to_have_count(3)
     page.get_by_label("all 3 matching the filter").check()
     page.locator("#bulk-reason").fill("storage maintenance")
     page.get_by_role("button", name="Preview…").click()
@@ -189,7 +189,7 @@ def test_bulk_pause_of_a_filter(open_as, operator, start):
     assert not Suspension.objects.filter(task=other, initiator="client").exists()
     page.get_by_role("link", name="Back to the board").click()
     expect(page).to_have_url(re.compile(r"\?q=nightly-export$"))
-    expect(page.locator("#board-rows tr:visible .chip")).to_have_text(["Paused"] * 3)
+    expect(page.locator("#board-rows .row:visible .chip")).to_have_text(["Paused"] * 3)
 
 
 def test_the_board_reconnects_and_resyncs_when_it_misses_a_change(open_as, operator, start):
@@ -210,7 +210,7 @@ def test_the_board_reconnects_and_resyncs_when_it_misses_a_change(open_as, opera
     assert page.evaluate("window.taskdeck.live.stats.resyncs") == 1
     # a dropped socket: the indicator says so, it reconnects by itself and catches up
     page.evaluate("window.taskdeck.live.ws.close()")
-    expect(page.locator("#conn")).not_to_have_attribute("data-status", "live")
+    page.wait_for_function("window.taskdeck.live.stats.statuses.includes('offline')")
     services.emit_event("ci.build.completed:80", {"status": "green"}, actor=services.SYSTEM)
     wait_state(task.id, "completed")
     live(page)
@@ -222,17 +222,18 @@ def test_the_board_counts_states_and_says_what_each_task_waits_for(open_as, oper
     approval = start("approval", "Roll out release 2.15 to production")
     parked = start("ci-wait", "Run the integration suite for PR 81", build=81)
     scheduled = start("scheduled", "Post the daily digest", minutes=60)
-    busy = start("batch", "Re-render 400 thumbnails", items=400, pace=4)
     done = start("batch", "Re-render 2 thumbnails", items=2)
     broken = start("no-such-agent", "Summarise the incident")
     held = start("budget", "Research three vendors for log storage", budget=100)
-    # seven agents share the two test workers; on a loaded machine that takes a while
+    # six agents share the two test workers; on a loaded machine that takes a while
     wait_state(approval.id, "input-required", timeout=120)
     wait_state(parked.id, "paused-by-agent", timeout=120)
     wait_state(scheduled.id, "paused-by-agent", timeout=120)
     wait_state(done.id, "completed", timeout=120)
     wait_state(broken.id, "failed", timeout=120)
     wait_state(held.id, "paused-by-client", timeout=120)
+    # started last: a long batch keeps one worker busy for its whole run
+    busy = start("batch", "Re-render 400 thumbnails", items=400, pace=4)
     wait_state(busy.id, "working", timeout=120)
     page = open_as(operator, "/")
     live(page)
@@ -252,7 +253,7 @@ def test_the_board_counts_states_and_says_what_each_task_waits_for(open_as, oper
     shot(page, "board")
     page.locator('.count[data-state="paused-by-agent"]').click()
     expect(page).to_have_url(re.compile(r"\?state=paused-by-agent$"))
-    expect(page.locator("#board-rows tr:visible")).to_have_count(2)
+    expect(page.locator("#board-rows .row:visible")).to_have_count(2)
     page.reload()  # the filter survives a reload: it lives in the URL
     expect(page.locator("#f-state")).to_have_value("paused-by-agent")
-    expect(page.locator("#board-rows tr:visible")).to_have_count(2)
+    expect(page.locator("#board-rows .row:visible")).to_have_count(2)
