@@ -157,6 +157,38 @@ SECURE_PROXY_SSL_HEADER = (
 )
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("TASKDECK_SECURE_COOKIES")
 
+# --- Production: TASKDECK_PRODUCTION=1 (begin) ------------------------------------------------
+# One switch for running behind a TLS-terminating proxy (docs/production.md): HTTPS only
+# (redirect, HSTS, secure cookies), the proxy's X-Forwarded-Proto trusted, and what must
+# not keep its development value refused at startup. With it, `manage.py check --deploy
+# --fail-level WARNING` reports nothing (tests/test_deploy.py).
+PRODUCTION = env_bool("TASKDECK_PRODUCTION")
+if PRODUCTION:
+    _refused = []
+    if DEBUG:
+        _refused.append("TASKDECK_DEBUG must be off")
+    if (
+        len(SECRET_KEY) < 50
+        or len(set(SECRET_KEY)) < 5
+        or SECRET_KEY.startswith("django-insecure-")
+    ):
+        _refused.append(
+            "DJANGO_SECRET_KEY must be 50+ random characters "
+            "(python -c 'import secrets; print(secrets.token_urlsafe(50))')"
+        )
+    if not os.environ.get("TASKDECK_ALLOWED_HOSTS"):
+        _refused.append("TASKDECK_ALLOWED_HOSTS must name the public host name(s)")
+    if _refused:
+        raise ImproperlyConfigured("TASKDECK_PRODUCTION=1: " + "; ".join(_refused))
+    # The proxy terminates TLS and sets X-Forwarded-Proto (and strips any a client sent).
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = env_bool("TASKDECK_SSL_REDIRECT", True)
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = int(os.environ.get("TASKDECK_HSTS_SECONDS", 31_536_000))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("TASKDECK_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env_bool("TASKDECK_HSTS_PRELOAD", True)
+# --- Production (end) ---------------------------------------------------------------------------
+
 # --- Taskdeck -----------------------------------------------------------------------------
 TASKDECK = {
     # Public base URL for the agent card; when empty it is built from the request.

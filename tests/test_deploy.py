@@ -1,0 +1,113 @@
+"""Production settings (TASKDECK_PRODUCTION=1): `manage.py check --deploy` reports nothing,
+the switch refuses development values, and a request shows what it turns on (redirect to
+HTTPS, HSTS, secure cookies, the proxy's X-Forwarded-Proto trusted).
+
+Each case runs in its own process: settings are read once, at startup."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HOST = "taskdeck.example.com"
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("TASKDECK_", "DJANGO_")) and k not in ("DATABASE_URL", "REDIS_URL")
+    }
+    env.update(
+        DJANGO_SETTINGS_MODULE="dashboard.settings",
+        DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
+        TASKDECK_PRODUCTION="1",
+        TASKDECK_ALLOWED_HOSTS=HOST,
+        TASKDECK_VAR_DIR=str(tmp_path),  # nothing written into the checkout's var/
+        DATABASE_URL="postgres://taskdeck@db.internal:5432/taskdeck",  # not connected to
+        REDIS_URL="redis://redis.internal:6379/0",
+    )
+    env.update(extra)
+    return env
+
+
+def _manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_check_deploy_passes_with_production_settings(tmp_path):
+    done = _manage(_env(tmp_path), "check", "--deploy", "--fail-level", "WARNING")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "System check identified no issues (0 silenced)." in done.stdout, done.stdout
+
+
+def test_without_the_switch_check_deploy_warns(tmp_path):
+    """What the switch fixes: the same check fails on development settings."""
+    env = _env(tmp_path)
+    del env["TASKDECK_PRODUCTION"]
+    done = _manage(env, "check", "--deploy", "--fail-level", "WARNING")
+    assert done.returncode != 0
+    for warning in ("security.W004", "security.W008", "security.W012", "security.W016"):
+        assert warning in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("change", "complaint"),
+    [
+        ({"DJANGO_SECRET_KEY": "too-short"}, "DJANGO_SECRET_KEY must be 50+"),
+        ({"DJANGO_SECRET_KEY": "django-insecure-" + "x" * 60}, "DJANGO_SECRET_KEY must be 50+"),
+        ({"TASKDECK_DEBUG": "1"}, "TASKDECK_DEBUG must be off"),
+        ({"TASKDECK_ALLOWED_HOSTS": ""}, "TASKDECK_ALLOWED_HOSTS must name"),
+    ],
+)
+def test_production_refuses_development_values(tmp_path, change, complaint):
+    done = _manage(_env(tmp_path, **change), "check")
+    assert done.returncode != 0
+    assert "TASKDECK_PRODUCTION=1:" in done.stderr and complaint in done.stderr, done.stderr
+
+
+PROBE = """
+import django
+django.setup()
+from django.test import Client
+
+c = Client()
+plain = c.get("/.well-known/agent-card.json", HTTP_HOST="taskdeck.example.com")
+print("plain", plain.status_code, plain.get("Location"))
+tls = c.get(
+    "/login/", HTTP_HOST="taskdeck.example.com", HTTP_X_FORWARDED_PROTO="https"
+)
+print("tls", tls.status_code, tls.get("Strict-Transport-Security"))
+cookie = tls.cookies.get("csrftoken")
+print("csrf-cookie-secure", bool(cookie and cookie["secure"]))
+"""
+
+
+def test_production_redirects_to_https_and_sends_hsts(tmp_path):
+    env = _env(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = dict(line.split(" ", 1) for line in done.stdout.strip().splitlines())
+    assert lines["plain"] == f"301 https://{HOST}/.well-known/agent-card.json"
+    assert lines["tls"] == "200 max-age=31536000; includeSubDomains; preload"
+    assert lines["csrf-cookie-secure"] == "True"
