@@ -54,7 +54,7 @@ def build_card(url: str) -> dict[str, Any]:
         "provider": {"organization": "Taskdeck", "url": url},
         "capabilities": {
             "streaming": True,
-            "pushNotifications": False,
+            "pushNotifications": True,
             "stateTransitionHistory": True,
             "supportsPause": True,
             "supportsAwaitResumption": True,

@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "django_tasks_db",
     "a2a",
     "a2a.runtime",
+    "a2a.push",
     "agui",
     "dashboard",
 ]
@@ -229,6 +230,19 @@ TASKDECK = {
         "REQUEUE_SECONDS": float(os.environ.get("TASKDECK_REQUEUE_SECONDS", 60)),
         # Multiplies demo agents' delays (1 = watchable by a person; tests use less).
         "DELAY_SCALE": float(os.environ.get("TASKDECK_AGENT_DELAY_SCALE", 1.0)),
+    },
+    "PUSH": {
+        # Webhooks may point at loopback, private and link-local addresses (tests, local
+        # conformance runs). Off in production: clients must not aim Taskdeck inward.
+        "ALLOW_PRIVATE": env_bool("TASKDECK_PUSH_ALLOW_PRIVATE"),
+        # A notification is tried this many times, waiting BACKOFF_SECONDS, then twice as
+        # long after each failure (at most MAX_BACKOFF_SECONDS), then given up.
+        "MAX_ATTEMPTS": int(os.environ.get("TASKDECK_PUSH_MAX_ATTEMPTS", 8)),
+        "BACKOFF_SECONDS": float(os.environ.get("TASKDECK_PUSH_BACKOFF_SECONDS", 1.0)),
+        "MAX_BACKOFF_SECONDS": float(os.environ.get("TASKDECK_PUSH_MAX_BACKOFF_SECONDS", 300)),
+        # Per phase (connect, send, wait for the answer) of one webhook request.
+        "TIMEOUT_SECONDS": float(os.environ.get("TASKDECK_PUSH_TIMEOUT_SECONDS", 5)),
+        "MAX_CONFIGS_PER_TASK": int(os.environ.get("TASKDECK_PUSH_MAX_CONFIGS_PER_TASK", 10)),
     },
 }
 # Background jobs: Django's Tasks API (django-tasks backport) on the database backend, so

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from rest_framework import serializers
 
 from a2a import selectors, services
@@ -34,6 +35,15 @@ class Call:
     @property
     def actor(self) -> services.Actor:
         return self.principal.actor
+
+
+# Apps that act on a message's `configuration` register a hook here from their
+# AppConfig.ready() (a2a.push: inline webhook configs); the core never imports them. A hook
+# sees the configuration before anything is written and raises ValidationFailed to refuse
+# the whole request; it returns what to do with the task id once the message is
+# delivered (in the same transaction), or None when the configuration is not its business.
+SendHook = Callable[[dict[str, Any], "Call"], Callable[[str], Any] | None]
+SEND_HOOKS: list[SendHook] = []
 
 
 @dataclass(frozen=True)
@@ -106,7 +116,20 @@ def _history_length(params: dict) -> int | None:
 
 
 def _deliver(params: dict, call: Call) -> str:
-    """Create a task from the message, or add the message to the task it names."""
+    """Create a task from the message, or add the message to the task it names; then
+    let the send hooks act on the configuration, all in one transaction."""
+    configuration = params.get("configuration") or {}
+    then = [after for hook in SEND_HOOKS if (after := hook(configuration, call)) is not None]
+    if not then:
+        return _deliver_message(params, call)
+    with transaction.atomic():
+        task_id = _deliver_message(params, call)
+        for after in then:
+            after(task_id)
+    return task_id
+
+
+def _deliver_message(params: dict, call: Call) -> str:
     msg = params["message"]
     incoming = services.IncomingMessage(
         message_id=msg["messageId"],

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from datetime import timedelta
 
 from django.conf import settings
@@ -60,9 +61,21 @@ def recover_runs() -> int:
     return len(task_ids)
 
 
+# Periodic work of other apps, registered from their AppConfig.ready() (a2a.push: kick
+# webhook deliveries whose job was lost), so the runtime never imports them. Each returns
+# how much it did; a failure is logged and never stops the tick.
+PERIODIC: list[Callable[[], int]] = []
+
+
 def tick() -> tuple[int, int]:
     close_old_connections()
-    return fire_due_timeouts(), recover_runs()
+    fired, recovered = fire_due_timeouts(), recover_runs()
+    for periodic in PERIODIC:
+        try:
+            periodic()
+        except Exception:
+            log.exception("periodic %s failed", getattr(periodic, "__name__", periodic))
+    return fired, recovered
 
 
 def loop(interval: float, *, iterations: int | None = None) -> None:

@@ -28,6 +28,7 @@ def test_card_advertises_pause_and_security(http, asgi_server, path):
         "external_event",
     }
     assert caps["streaming"] is True
+    assert caps["pushNotifications"] is True  # a2a.push is installed
     assert any("pause" in ext["uri"] for ext in caps["extensions"])
     assert card["url"] == f"{asgi_server}/a2a/" and card["preferredTransport"] == "JSONRPC"
     assert card["securitySchemes"]["bearer"] == {
