@@ -24,13 +24,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import connections
 
 from a2a import services
 from a2a.lifecycle import TERMINAL
 from a2a.models import Task
 from tests.conftest import CLIENT
-from tests.runtime.conftest import Processes, start, wait_idle  # noqa: F401  (start: shared)
+from tests.runtime.conftest import (  # noqa: F401  (start: shared)
+    Processes,
+    start,
+    wait_idle,
+    workers_running,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 INTEROP_PYTHON = ROOT / ".venv-interop" / "bin" / "python"
@@ -44,19 +48,9 @@ def _in_ci() -> bool:
 @pytest.fixture(scope="module")
 def runtime(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Processes]:
     """Two workers and a scheduler (tests/runtime's Processes) for this module only."""
-    import tests.conftest as shared
-
-    before = shared.WORKERS_RUNNING
-    shared.WORKERS_RUNNING = True
-    procs = Processes(tmp_path_factory.mktemp("interop-runtime-logs"))
-    with django_db_blocker.unblock():
-        connections.close_all()
-    procs.start_worker()
-    procs.start_worker()
-    procs.start_scheduler()
-    yield procs
-    procs.stop_all()
-    shared.WORKERS_RUNNING = before
+    logs = tmp_path_factory.mktemp("interop-runtime-logs")
+    with workers_running(django_db_blocker, logs) as procs:
+        yield procs
 
 
 @dataclass

@@ -14,11 +14,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from django.db import connections
 from django_tasks_db.models import DBTaskResult
 
 from a2a.push.models import PushConfig, PushDelivery
-from tests.runtime.conftest import Processes, start  # noqa: F401  (start: shared)
+from tests.runtime.conftest import Processes, start, workers_running  # noqa: F401
 
 
 @pytest.fixture(scope="module")
@@ -26,19 +25,8 @@ def runtime(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Pr
     """Two workers and a scheduler (tests/runtime's Processes) for one module only, so
     they neither drive the hand-made tasks of other modules nor linger beside the
     workers of tests/runtime."""
-    import tests.conftest as shared
-
-    before = shared.WORKERS_RUNNING
-    shared.WORKERS_RUNNING = True
-    procs = Processes(tmp_path_factory.mktemp("push-runtime-logs"))
-    with django_db_blocker.unblock():
-        connections.close_all()
-    procs.start_worker()
-    procs.start_worker()
-    procs.start_scheduler()
-    yield procs
-    procs.stop_all()
-    shared.WORKERS_RUNNING = before
+    with workers_running(django_db_blocker, tmp_path_factory.mktemp("push-runtime-logs")) as procs:
+        yield procs
 
 
 @dataclass

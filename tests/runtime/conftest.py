@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -102,22 +103,34 @@ class Processes:
         self.workers, self.scheduler = [], None
 
 
-@pytest.fixture(scope="session")
-def runtime(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Processes]:
-    """Two workers and a scheduler for the rest of the session. Only suites that sort after
-    the ones driving tasks by hand (tests/a2a, tests/agui, tests/dashboard) may use it:
-    once workers run they pick up every runnable task (make_task refuses then)."""
+@contextmanager
+def workers_running(django_db_blocker, log_dir) -> Iterator[Processes]:
+    """Two workers and a scheduler on the test database while the block runs. Marks
+    them running (make_task refuses to hand-make tasks then) and restores the mark."""
     import tests.conftest as shared
 
+    before = shared.WORKERS_RUNNING
     shared.WORKERS_RUNNING = True
-    procs = Processes(tmp_path_factory.mktemp("runtime-logs"))
+    procs = Processes(log_dir)
     with django_db_blocker.unblock():
         connections.close_all()
     procs.start_worker()
     procs.start_worker()
     procs.start_scheduler()
-    yield procs
-    procs.stop_all()
+    try:
+        yield procs
+    finally:
+        procs.stop_all()
+        shared.WORKERS_RUNNING = before
+
+
+@pytest.fixture(scope="session")
+def runtime(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Processes]:
+    """Two workers and a scheduler for the rest of the session. Only suites that sort after
+    the ones driving tasks by hand (tests/a2a, tests/agui, tests/dashboard) may use it:
+    once workers run they pick up every runnable task (make_task refuses then)."""
+    with workers_running(django_db_blocker, tmp_path_factory.mktemp("runtime-logs")) as procs:
+        yield procs
 
 
 def wait_for(predicate: Callable[[], object], timeout: float = 30.0, what: str = "") -> object:
