@@ -5,9 +5,11 @@ live from the AG-UI WebSocket."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
+from django import forms as django_forms
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
@@ -160,68 +162,67 @@ def _form_refusal(form) -> str:
     return "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())
 
 
-@operator_only("pause")
-def task_pause(request: HttpRequest, task_id: str) -> HttpResponse:
-    form = forms.PauseForm(request.POST)
+def _task_action(
+    request: HttpRequest,
+    task_id: str,
+    *,
+    action: str,
+    which: str,
+    form_class: type[django_forms.Form],
+    act: Callable[[dict[str, Any]], actions.Result],
+) -> HttpResponse:
+    """What every task action does: validate the form (a refused one is audited too), act
+    through dashboard.actions, then back to the task, or its page again with the form and
+    why it was refused (409 when the task's state refused it)."""
+    form = form_class(request.POST)
     if not form.is_valid():
-        actions.refuse(request.user, "pause", task_id, _form_refusal(form))
-        return _detail_error(request, task_id, "pause", form)
-    d = form.cleaned_data
-    result = actions.pause(
-        request.user,
-        task_id,
-        reason=d["reason"],
-        mode=d["mode"],
-        timeout_minutes=d.get("timeout_minutes"),
-        on_timeout=d.get("on_timeout") or "resume_with_summary",
-    )
+        actions.refuse(request.user, action, task_id, _form_refusal(form))
+        return _detail_error(request, task_id, which, form)
+    result = act(form.cleaned_data)
     if result.ok:
         return _back_to_task(request, task_id, result)
-    return _detail_error(request, task_id, "pause", form, result.message, status=409)
+    return _detail_error(request, task_id, which, form, result.message, status=409)
+
+
+@operator_only("pause")
+def task_pause(request: HttpRequest, task_id: str) -> HttpResponse:
+    return _task_action(
+        request, task_id, action="pause", which="pause", form_class=forms.PauseForm,
+        act=lambda d: actions.pause(
+            request.user, task_id, reason=d["reason"], mode=d["mode"],
+            timeout_minutes=d.get("timeout_minutes"),
+            on_timeout=d.get("on_timeout") or "resume_with_summary",
+        ),
+    )  # fmt: skip
 
 
 @operator_only("resume")
 def task_resume(request: HttpRequest, task_id: str) -> HttpResponse:
-    form = forms.ResumeForm(request.POST)
-    if not form.is_valid():
-        actions.refuse(request.user, "resume", task_id, _form_refusal(form))
-        return _detail_error(request, task_id, "resume", form)
-    d = form.cleaned_data
-    result = actions.resume(
-        request.user,
-        task_id,
-        handle=d["handle"],
-        resume_input=d["resume_input"],
-        continue_transcript=d["continue_transcript"],
-    )
-    if result.ok:
-        return _back_to_task(request, task_id, result)
-    return _detail_error(request, task_id, "resume", form, result.message, status=409)
+    return _task_action(
+        request, task_id, action="resume", which="resume", form_class=forms.ResumeForm,
+        act=lambda d: actions.resume(
+            request.user, task_id, handle=d["handle"], resume_input=d["resume_input"],
+            continue_transcript=d["continue_transcript"],
+        ),
+    )  # fmt: skip
 
 
 @operator_only("cancel")
 def task_cancel(request: HttpRequest, task_id: str) -> HttpResponse:
-    form = forms.CancelForm(request.POST)
-    if not form.is_valid():
-        actions.refuse(request.user, "cancel", task_id, _form_refusal(form))
-        return _detail_error(request, task_id, "cancel", form)
-    result = actions.cancel(request.user, task_id, reason=form.cleaned_data["reason"])
-    if result.ok:
-        return _back_to_task(request, task_id, result)
-    return _detail_error(request, task_id, "cancel", form, result.message, status=409)
+    return _task_action(
+        request, task_id, action="cancel", which="cancel", form_class=forms.CancelForm,
+        act=lambda d: actions.cancel(request.user, task_id, reason=d["reason"]),
+    )  # fmt: skip
 
 
 @operator_only("emit-event")
 def task_emit(request: HttpRequest, task_id: str) -> HttpResponse:
-    form = forms.EmitEventForm(request.POST)
-    if not form.is_valid():
-        actions.refuse(request.user, "emit-event", task_id, _form_refusal(form))
-        return _detail_error(request, task_id, "emit", form)
-    d = form.cleaned_data
-    result = actions.emit_event(request.user, d["name"], d["payload"] or {}, task_id=task_id)
-    if result.ok:
-        return _back_to_task(request, task_id, result)
-    return _detail_error(request, task_id, "emit", form, result.message, status=409)
+    return _task_action(
+        request, task_id, action="emit-event", which="emit", form_class=forms.EmitEventForm,
+        act=lambda d: actions.emit_event(
+            request.user, d["name"], d["payload"] or {}, task_id=task_id
+        ),
+    )  # fmt: skip
 
 
 # --- inbox -------------------------------------------------------------------------------------
