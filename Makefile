@@ -13,10 +13,11 @@ REDIS ?= redis://127.0.0.1:6379/0
 .PHONY: interop-venv
 
 # The official a2a-sdk client for tests/interop lives in its own virtualenv: its import name
-# is `a2a`, like our Django app, so it must never be installed into $(VENV).
-INTEROP_SDK := a2a-sdk==1.3.0
+# is `a2a`, like our Django app, so it must never be installed into $(VENV). The http-server
+# extra and uvicorn serve bench/sdk_server.py (bench/load.py).
+INTEROP_SDK := a2a-sdk[http-server]==1.3.0 uvicorn==0.54.0
 INTEROP := .venv-interop
-INTEROP_STAMP := $(INTEROP)/.installed-$(subst ==,-,$(INTEROP_SDK))
+INTEROP_STAMP := $(INTEROP)/.installed-$(shell echo '$(INTEROP_SDK)' | sha1sum | cut -c1-12)
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,7 +29,7 @@ install: $(STAMP)
 
 $(INTEROP_STAMP):
 	@test -x $(INTEROP)/bin/python || $(PYTHON) -m venv $(INTEROP)
-	$(INTEROP)/bin/pip install --quiet "$(INTEROP_SDK)"
+	$(INTEROP)/bin/pip install --quiet $(foreach r,$(INTEROP_SDK),"$(r)")
 	@rm -f $(INTEROP)/.installed-*; touch $@
 
 interop-venv: $(INTEROP_STAMP)

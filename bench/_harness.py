@@ -47,6 +47,32 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def drop_bench_db() -> None:
+    """Drop the database that configure(scale_out=True) made (closing this process's own
+    connections first; WITH (FORCE) ends any other)."""
+    import psycopg
+    from django.db import connections
+
+    connections.close_all()
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS taskdeck_bench WITH (FORCE)")
+
+
+def wait_for_port(port: int, proc: subprocess.Popen, what: str, timeout: float = 30) -> None:
+    """Return once 127.0.0.1:port accepts connections; RuntimeError if `proc` exits first
+    or the port stays closed for `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode} before listening")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{what} did not listen on port {port} within {timeout:.0f} s")
+
+
 def start_server(env: dict[str, str], port: int) -> subprocess.Popen:
     proc = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
@@ -54,22 +80,20 @@ def start_server(env: dict[str, str], port: int) -> subprocess.Popen:
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
         stderr=open(Path(env["TASKDECK_VAR_DIR"]) / "daphne.log", "w"),  # noqa: SIM115
     )  # fmt: skip
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return proc
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("daphne did not start")
+    try:
+        wait_for_port(port, proc, "daphne")
+    except RuntimeError:
+        proc.kill()
+        raise
+    return proc
+
+
+def quantile(ordered: list[float], q: float) -> float:
+    """The q-quantile (nearest rank) of an already sorted, non-empty list."""
+    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
 
 
 def percentiles(values: list[float]) -> str:
     ordered = sorted(values)
-
-    def at(q: float) -> float:
-        return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
-
-    ms = (at(0.5) * 1000, at(0.99) * 1000, ordered[-1] * 1000)
+    ms = (quantile(ordered, 0.5) * 1000, quantile(ordered, 0.99) * 1000, ordered[-1] * 1000)
     return "n={} p50={:.1f} ms  p99={:.1f} ms  max={:.1f} ms".format(len(values), *ms)
