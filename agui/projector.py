@@ -187,7 +187,9 @@ def _interrupts(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> str |
             {
                 "op": "add",
                 "path": view.pending_path(iid),
-                "value": view.pending_entry(iid, task.id, interrupt.request_id, "input_required"),
+                "value": view.pending_entry(
+                    iid, task.id, interrupt.request_id, "input_required", request.get("title")
+                ),
             }
         )
         return iid

@@ -21,9 +21,9 @@ def snapshot(task_ids: Iterable[str] | None = None) -> dict[str, Any]:
         "view": {
             "tasks": dict(tasks.values_list("task_id", "entry")),
             "pendingInterrupts": {
-                iid: view.pending_entry(iid, task_id, request_id, reason)
-                for iid, task_id, request_id, reason in pending.values_list(
-                    "interrupt_id", "task_id", "request_id", "reason"
+                iid: view.pending_entry(iid, task_id, request_id, reason, title)
+                for iid, task_id, request_id, reason, title in pending.values_list(
+                    "interrupt_id", "task_id", "request_id", "reason", "content__request__title"
                 )
             },
         }

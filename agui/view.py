@@ -68,12 +68,17 @@ def task_entry(
     }
 
 
-def pending_entry(interrupt_id: str, task_id: str, request_id: str, reason: str) -> dict:
+def pending_entry(
+    interrupt_id: str, task_id: str, request_id: str, reason: str, title: str | None
+) -> dict:
+    """A pending input request; `title` is the request's own, so a client can list what
+    waits for an answer without holding every activity."""
     return {
         "interruptId": interrupt_id,
         "taskId": task_id,
         "requestId": request_id,
         "reason": reason,
+        "title": str(title or "")[:TITLE_CHARS],
     }
 
 

@@ -66,7 +66,7 @@ def test_delta_size_does_not_depend_on_the_number_of_tasks(make_task):
 
 
 def test_snapshot_queries_are_constant(make_task):
-    make_task("input-required")
+    waiting = make_task("input-required")
     add_tasks(10)
     with CaptureQueriesContext(connection) as few:
         small = selectors.snapshot()
@@ -77,3 +77,7 @@ def test_snapshot_queries_are_constant(make_task):
     assert len(few.captured_queries) == len(many.captured_queries) == 2
     assert len(large["view"]["tasks"]) == len(small["view"]["tasks"]) + 1990
     assert len(large["view"]["pendingInterrupts"]) == 1
+    (pending,) = large["view"]["pendingInterrupts"].values()
+    waiting.refresh_from_db()
+    assert pending["taskId"] == waiting.id
+    assert pending["title"] and pending["title"] == waiting.input_request["title"]
