@@ -5,6 +5,10 @@ be 1,000 queries per change. The Tailer reads new log rows once (woken by a chan
 poke, or every FALLBACK_POLL seconds since the in-memory layer cannot hear worker
 processes) and hands them to every registered socket's queue.
 
+Redis is only the wake-up call: while it is away (restarting, failing over) the Tailer
+polls, and it re-joins the group by itself when Redis is back (a2a.jsonrpc.streaming's
+Listener); sockets notice nothing but slower deltas.
+
 It re-reads a window behind its cursor: on PostgreSQL ids are allocated at insert, so a
 row with a lower id can commit after a higher one; rows already seen are skipped. Sockets
 drop anything at or below the task version they already hold (see consumers.py).
@@ -18,13 +22,14 @@ import logging
 from collections import deque
 
 from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
 
+from a2a.jsonrpc.streaming import Listener
 from agui.models import AguiEvent
 from agui.projector import TEXT, VIEW_GROUP
 
 log = logging.getLogger(__name__)
 FALLBACK_POLL = 0.5
+LISTEN_SECONDS = 30.0  # a listening Tailer waits on the layer this long per receive
 WINDOW = 500
 QUEUE_LIMIT = 200  # batches; a socket this far behind resyncs from a fresh snapshot
 
@@ -69,12 +74,7 @@ class Tailer:
         self.wake.set()
 
     async def _run(self) -> None:
-        layer = get_channel_layer()
-        listener = None
-        if layer is not None:
-            channel = await layer.new_channel()
-            await layer.group_add(VIEW_GROUP, channel)
-            listener = asyncio.ensure_future(self._listen(layer, channel))
+        listener = asyncio.ensure_future(self._listen())
         fetch = database_sync_to_async(_rows_after, thread_sensitive=False)
         try:
             while self.queues:
@@ -97,13 +97,22 @@ class Tailer:
                     for queue in list(self.queues):
                         queue.put_nowait(fresh)  # unbounded; a socket far behind resyncs
         finally:
-            if listener is not None:
-                listener.cancel()
+            listener.cancel()
 
-    async def _listen(self, layer, channel: str) -> None:
-        while True:
-            await layer.receive(channel)
-            self.wake.set()
+    async def _listen(self) -> None:
+        """Wake the loop on each poke. No layer error ends this (it used to, and then the
+        Tailer never heard Redis again): the Listener polls through an outage and re-joins
+        after it, waking us once then to catch up on the pokes Redis lost."""
+        news = Listener(VIEW_GROUP)
+        if news.layer is None:
+            return
+        try:
+            await news.join()
+            while True:
+                if await news.wait(LISTEN_SECONDS):
+                    self.wake.set()
+        finally:
+            await news.leave()
 
 
 _tailer: Tailer | None = None

@@ -38,7 +38,6 @@ from ag_ui.core import (
 )
 from ag_ui.encoder import EventEncoder
 from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
@@ -48,7 +47,7 @@ from pydantic import ValidationError
 
 from a2a import jsonsafe, services
 from a2a.auth import Unauthenticated, authenticate
-from a2a.jsonrpc.streaming import group_name, wait_for_news
+from a2a.jsonrpc.streaming import Listener, group_name
 from a2a.lifecycle import PAUSED, State
 from a2a.models import Task
 from agui import bridge, selectors
@@ -143,12 +142,9 @@ async def _stream(run: RunAgentInput, actor: services.Actor) -> AsyncIterator[by
         yield _enc(RunErrorEvent(message="the server failed to start the run", code="internal"))
         return
     outcome = "error"
-    layer = get_channel_layer()
-    channel = None
+    news = Listener(group_name(plan.task_id))  # a Redis outage slows a run, never fails it
     try:
-        if layer is not None:
-            channel = await layer.new_channel()
-            await layer.group_add(group_name(plan.task_id), channel)
+        await news.join()
         yield _enc(
             RunStartedEvent(
                 thread_id=plan.thread_id, run_id=plan.run_id, protocol_version=PROTOCOL_VERSION
@@ -178,7 +174,7 @@ async def _stream(run: RunAgentInput, actor: services.Actor) -> AsyncIterator[by
             if state in STOPS and (not rows or rows[-1][1] >= version):
                 break
             if not rows:
-                await wait_for_news(layer, channel, POLL)
+                await news.wait(POLL)
         state, snapshot, pending, failure, text = await database_sync_to_async(_ending)(
             plan.task_id
         )
@@ -221,11 +217,7 @@ async def _stream(run: RunAgentInput, actor: services.Actor) -> AsyncIterator[by
         log.exception("AG-UI run %s failed", plan.run_id)
         yield _enc(RunErrorEvent(message="the server failed while running", code="internal"))
     finally:
-        if layer is not None and channel is not None:
-            try:
-                await layer.group_discard(group_name(plan.task_id), channel)
-            except Exception:
-                log.debug("group_discard failed")
+        await news.leave()
         await database_sync_to_async(bridge.finish_run)(plan.run_id, outcome)
 
 

@@ -117,7 +117,13 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 30},
+            # A connect timeout, so an unreachable Redis (dropped packets, not a refusal)
+            # delays an after-commit announcement by seconds, never hangs the request.
+            "CONFIG": {
+                "hosts": [{"address": REDIS_URL, "socket_connect_timeout": 2}],
+                "capacity": 1000,
+                "expiry": 30,
+            },
         }
     }
 else:

@@ -12,14 +12,13 @@ from __future__ import annotations
 import asyncio
 
 from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
 from django.conf import settings
 
 from a2a.lifecycle import PAUSED, TERMINAL, WAITING_FOR_INPUT
 from a2a.models import Task
 from a2a.runtime.models import RunLease
 
-from .streaming import group_name, wait_for_news
+from .streaming import Listener, group_name
 
 STOPPED = TERMINAL | WAITING_FOR_INPUT | PAUSED
 POLL = 0.1
@@ -38,21 +37,17 @@ async def until_settled(task_id: str, timeout: float | None = None) -> bool:
     if timeout is None:
         timeout = float(settings.TASKDECK.get("BLOCKING_SEND_SECONDS", 25))
     check = database_sync_to_async(settled, thread_sensitive=False)
-    layer = get_channel_layer()
-    channel = None
+    news = Listener(group_name(task_id))  # survives a Redis outage: a send must not 500
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     try:
-        if layer is not None:
-            channel = await layer.new_channel()
-            await layer.group_add(group_name(task_id), channel)
+        await news.join()
         while True:
             if await check(task_id):
                 return True
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return False
-            await wait_for_news(layer, channel, min(POLL, remaining))
+            await news.wait(min(POLL, remaining))
     finally:
-        if layer is not None and channel is not None:
-            await layer.group_discard(group_name(task_id), channel)
+        await news.leave()

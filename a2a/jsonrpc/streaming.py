@@ -8,12 +8,12 @@ its row lock, so their ids grow in commit order and a cursor never skips one.
 Waking up: after commit, services' events are announced on the channel layer (group
 `a2a-task-<id>`); a stream waits for that announcement or, at the latest, polls the log
 every STREAM_POLL_SECONDS — the in-memory layer cannot hear a worker process, Redis can.
+The layer only ever wakes a waiter early: when Redis is away, waiters poll (see Listener).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -51,6 +51,7 @@ STATUS_KINDS = {
 # over, or its turn is (the client answers with a new request, as A2A clients expect).
 FINAL_STATES = TERMINAL | {State.INPUT_REQUIRED, State.AUTH_REQUIRED}
 KEEPALIVE_SECONDS = 15.0
+RETRY_SECONDS = 1.0  # how often a Listener that lost the channel layer tries to re-join
 
 
 def group_name(task_id: str) -> str:
@@ -211,15 +212,12 @@ async def stream(
     """The SSE body. `wrap` turns a 0.3 event into another wire version's (A2A 1.0)."""
     wrap = wrap or (lambda item: item)
     poll = float(settings.TASKDECK.get("STREAM_POLL_SECONDS", 0.25))
-    layer = get_channel_layer()
-    channel = None
-    group = group_name(sp.task_id)
+    news = Listener(group_name(sp.task_id))
     fetch = database_sync_to_async(events_after, thread_sensitive=False)
+    loop = asyncio.get_running_loop()
     cursor = sp.cursor
     try:
-        if layer is not None:
-            channel = await layer.new_channel()
-            await layer.group_add(group, channel)
+        await news.join()
         if sp.first is not None:
             yield _frame(rpc_id, wrap(sp.first), cursor)
             if sp.ends_at(view_state(sp.first)):
@@ -241,22 +239,80 @@ async def stream(
             if idle >= KEEPALIVE_SECONDS:
                 idle = 0.0
                 yield b": keepalive\n\n"
-            idle += await wait_for_news(layer, channel, poll)
+            started = loop.time()
+            await news.wait(poll)
+            idle += loop.time() - started
     finally:
-        if layer is not None and channel is not None:
+        await news.leave()
+
+
+class Listener:
+    """A channel in one group of the channel layer, for a waiter that must outlive the
+    layer's outages (streams, blocking sends, AG-UI runs, the AG-UI Tailer).
+
+    The layer only wakes waiters early; the database holds the truth. So when Redis goes
+    away (a restart, a failover) no layer error escapes: waiting degrades to sleeping (the
+    caller re-reads the database, as it does with the in-memory layer), and the listener
+    tries to re-join every RETRY_SECONDS, since a restarted Redis has forgotten the group.
+    Re-joining ends the wait at once: what was announced meanwhile is lost, so the caller
+    re-reads.
+    """
+
+    def __init__(self, group: str) -> None:
+        self.layer = get_channel_layer()
+        self.group = group
+        self.channel: str | None = None
+        self.joined = False
+        self.retry_at = 0.0
+
+    async def join(self) -> bool:
+        """Join the group; False when there is no layer or it failed (`wait` retries)."""
+        if self.layer is None:
+            return False
+        if self.channel is None:
+            self.channel = await self.layer.new_channel()
+        for _ in range(2):  # after a restart, a pooled connection fails once, then reconnects
             try:
-                await layer.group_discard(group, channel)
-            except Exception:
-                log.debug("group_discard failed for %s", group)
+                await self.layer.group_add(self.group, self.channel)
+            except Exception as exc:
+                log.debug("could not join %s on the channel layer: %s", self.group, exc)
+            else:
+                self.joined = True
+                return True
+        self.retry_at = asyncio.get_running_loop().time() + RETRY_SECONDS
+        return False
 
+    async def wait(self, timeout: float) -> bool:
+        """Sleep until the group hears news, or `timeout`. True when woken early (news, or
+        back in the group after an outage): the caller should re-read the log."""
+        loop = asyncio.get_running_loop()
+        if self.layer is None:
+            await asyncio.sleep(timeout)
+            return False
+        if not self.joined:
+            if loop.time() >= self.retry_at and await self.join():
+                log.info("back on the channel layer: %s", self.group)
+                return True
+            await asyncio.sleep(max(0.0, min(timeout, self.retry_at - loop.time())))
+            return False
+        deadline = loop.time() + timeout
+        try:
+            await asyncio.wait_for(self.layer.receive(self.channel), timeout)
+            return True
+        except TimeoutError:
+            return False
+        except Exception as exc:  # Redis went away: poll until it is back
+            log.warning("lost the channel layer (%s); polling meanwhile: %s", self.group, exc)
+            self.joined = False
+            self.retry_at = loop.time() + RETRY_SECONDS
+            await asyncio.sleep(max(0.0, min(deadline, self.retry_at) - loop.time()))
+            return False
 
-async def wait_for_news(layer, channel, timeout: float) -> float:
-    """Sleep until the channel hears of a new event, or `timeout`; returns time waited."""
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    if layer is None or channel is None:
-        await asyncio.sleep(timeout)
-    else:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(layer.receive(channel), timeout)
-    return loop.time() - started
+    async def leave(self) -> None:
+        if self.layer is None or self.channel is None:
+            return
+        self.joined = False
+        try:
+            await self.layer.group_discard(self.group, self.channel)
+        except Exception:  # Redis is away: it forgot the group, or the entry will expire
+            log.debug("group_discard failed for %s", self.group)
