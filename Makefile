@@ -41,7 +41,7 @@ run: $(STAMP)
 	@test -s var/dev-secret-key || $(PY) -c "import secrets; print(secrets.token_urlsafe(50))" > var/dev-secret-key
 	@export DJANGO_SECRET_KEY="$$(cat var/dev-secret-key)" TASKDECK_DEBUG=$${TASKDECK_DEBUG:-1}; \
 	  $(PY) manage.py migrate --noinput -v0 && \
-	  $(PY) manage.py seed_demo && \
+	  $(PY) manage.py seed_demo --url http://$(HOST):$(PORT) && \
 	  exec $(PY) manage.py serve --host $(HOST) --port $(PORT) --workers 2
 
 ## Scale-out on one machine: PostgreSQL + Redis (DATABASE_URL / REDIS_URL below), two web
@@ -53,7 +53,7 @@ scale-out: $(STAMP)
 	@export DJANGO_SECRET_KEY="$$(cat var/dev-secret-key)" TASKDECK_DEBUG=$${TASKDECK_DEBUG:-1} \
 	  DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS); \
 	  $(PY) manage.py migrate --noinput -v0 && \
-	  $(PY) manage.py seed_demo && \
+	  $(PY) manage.py seed_demo --url http://$(HOST):8001 && \
 	  exec $(PY) manage.py serve --host $(HOST) --port 8001,8002 --workers 2
 
 ## Install test dependencies and run the whole suite: SQLite, then PostgreSQL + Redis

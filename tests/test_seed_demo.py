@@ -17,7 +17,10 @@ def test_seed_demo_is_idempotent_and_prints_working_credentials(tmp_path, settin
     with override_settings(DEBUG=True):
         call_command("seed_demo", stdout=(out := StringIO()))
         states = sorted(Task.objects.values_list("state", flat=True))
-        call_command("seed_demo", stdout=StringIO())
+        call_command("seed_demo", "--url", "http://127.0.0.1:8155/", stdout=(again := StringIO()))
+    assert "Dashboard: http://127.0.0.1:8000/" in out.getvalue()  # make run's default
+    assert "Dashboard: http://127.0.0.1:8155/\n" in again.getvalue()
+    assert "curl -s http://127.0.0.1:8155/a2a/" in again.getvalue()
     assert sorted(Task.objects.values_list("state", flat=True)) == states
     assert set(states) == {"submitted", "paused-by-client"}  # the workers take it from here
     skills = set(Task.objects.values_list("skill", flat=True))

@@ -78,8 +78,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--force", action="store_true", help="run even with DEBUG off")
+        parser.add_argument(
+            "--url", default="http://127.0.0.1:8000", help="where the server will listen"
+        )
 
-    def handle(self, *args, force: bool, **options):
+    def handle(self, *args, force: bool, url: str, **options):
+        url = url.rstrip("/")
         if not settings.DEBUG and not force:
             raise CommandError("seed_demo is for development (DEBUG=1); use --force to insist")
         password = _secret_file("demo-operator-password", lambda: secrets.token_urlsafe(12))
@@ -99,11 +103,11 @@ class Command(BaseCommand):
         self.stdout.write(
             f"""
 Taskdeck demo
-  Dashboard: http://127.0.0.1:8000/
+  Dashboard: {url}/
   Operator:  user {OPERATOR}   password {password}
   Viewer:    user {VIEWER}   password {viewer_password}
   API key:   {token}
-  Try:       curl -s http://127.0.0.1:8000/a2a/ -H 'Authorization: Bearer {token}' \\
+  Try:       curl -s {url}/a2a/ -H 'Authorization: Bearer {token}' \\
                -H 'Content-Type: application/json' \\
                -d '{{"jsonrpc":"2.0","id":1,"method":"tasks/list","params":{{}}}}'
 """
