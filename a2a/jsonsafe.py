@@ -1,8 +1,9 @@
 """JSON that the database can store: what every entry point checks before a write.
 
 Valid JSON is not always storable. PostgreSQL's jsonb and text refuse NUL characters
-and unpaired surrogates (SQLite stores them), and Python's json module reads 1e400 as
-infinity, which neither database accepts and no JSON encoder can write back. Without a
+and unpaired surrogates (SQLite stores them), Python's json module reads 1e400 as
+infinity, which neither database accepts and no JSON encoder can write back, and an
+integer past 64 bits overflows the moment it meets a query. Without a
 check these reach an INSERT and come back as a 500. Every way in (JSON-RPC, POST
 /api/events, AG-UI runs, dashboard forms) refuses them up front instead, with an error
 that names the place, and changes nothing.
@@ -18,6 +19,9 @@ import math
 from typing import Any
 
 MAX_DEPTH = 64  # no A2A or AG-UI message needs more; Python recursion needs far less
+# Integers a database column or query parameter can hold (historyLength, event ids, …);
+# larger ones overflow in SQL rather than failing validation.
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 
 
 class Unstorable(ValueError):
@@ -70,6 +74,9 @@ def problem(value: Any, *, max_depth: int = MAX_DEPTH) -> Unstorable | None:
         elif isinstance(item, float):
             if not math.isfinite(item):
                 return Unstorable(path, "is a number too large for JSON")
+        elif isinstance(item, int) and not isinstance(item, bool):
+            if not INT_MIN <= item <= INT_MAX:
+                return Unstorable(path, "is an integer beyond 64 bits")
         elif isinstance(item, dict | list):
             if depth >= max_depth:
                 return Unstorable(path, f"is nested deeper than {max_depth} levels")

@@ -83,7 +83,7 @@ class ViewConsumer(AsyncWebsocketConsumer):
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None):
         try:
             message = json.loads(text_data or "")
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: "[[[[…" a client sent
             await self.send(json.dumps({"type": "error", "message": "send JSON"}))
             return
         if isinstance(message, dict) and message.get("type") == "resync":

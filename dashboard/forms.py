@@ -47,9 +47,13 @@ class JSONField(forms.CharField):
         if not text:
             return None
         try:
-            parsed = json.loads(text)
-        except ValueError as exc:
+            parsed = jsonsafe.loads(text)
+        except json.JSONDecodeError as exc:
             raise forms.ValidationError(f"Not valid JSON: {exc.msg} (line {exc.lineno}).") from None
+        except ValueError as exc:  # NaN, Infinity, 1e400
+            raise forms.ValidationError(f"Not valid JSON: {exc}.") from None
+        except RecursionError:
+            raise forms.ValidationError("Not valid JSON: nested too deeply.") from None
         if self.object_only and not isinstance(parsed, dict):
             raise forms.ValidationError('Must be a JSON object, e.g. {"status": "green"}.')
         if (found := jsonsafe.problem(parsed)) is not None:

@@ -52,6 +52,8 @@ STATUS_KINDS = {
 FINAL_STATES = TERMINAL | {State.INPUT_REQUIRED, State.AUTH_REQUIRED}
 KEEPALIVE_SECONDS = 15.0
 RETRY_SECONDS = 1.0  # how often a Listener that lost the channel layer tries to re-join
+LAYER_CALL_SECONDS = 1.0  # the most one group_add/group_discard may take (a hung Redis)
+REJOIN_SECONDS = 60.0  # a joined Listener renews its membership this often
 
 
 def group_name(task_id: str) -> str:
@@ -199,8 +201,13 @@ def view_state(task_dict: dict[str, Any]) -> str:
     return State.PAUSED_BY_CLIENT if state == wire.BINDU_SUSPENDED else state
 
 
+def on_the_wire(item: dict[str, Any]) -> dict[str, Any]:
+    """A stream item as clients see it: without the internal `_state`."""
+    return {k: v for k, v in item.items() if k != "_state"}
+
+
 def _frame(rpc_id: Any, result: dict[str, Any], event_id: int | None) -> bytes:
-    result = {k: v for k, v in result.items() if k != "_state"}
+    result = on_the_wire(result)
     body = json.dumps({"jsonrpc": "2.0", "id": rpc_id, "result": result}, separators=(",", ":"))
     head = f"id: {event_id}\n" if event_id is not None else ""
     return f"{head}data: {body}\n\n".encode()
@@ -264,6 +271,7 @@ class Listener:
         self.channel: str | None = None
         self.joined = False
         self.retry_at = 0.0
+        self.rejoin_at = 0.0
 
     async def join(self) -> bool:
         """Join the group; False when there is no layer or it failed (`wait` retries)."""
@@ -271,15 +279,19 @@ class Listener:
             return False
         if self.channel is None:
             self.channel = await self.layer.new_channel()
+        loop = asyncio.get_running_loop()
         for _ in range(2):  # after a restart, a pooled connection fails once, then reconnects
             try:
-                await self.layer.group_add(self.group, self.channel)
-            except Exception as exc:
-                log.debug("could not join %s on the channel layer: %s", self.group, exc)
+                await asyncio.wait_for(
+                    self.layer.group_add(self.group, self.channel), LAYER_CALL_SECONDS
+                )
+            except Exception as exc:  # TimeoutError included: a hung Redis must not stall us
+                log.debug("could not join %s on the channel layer: %r", self.group, exc)
             else:
                 self.joined = True
+                self.rejoin_at = loop.time() + REJOIN_SECONDS
                 return True
-        self.retry_at = asyncio.get_running_loop().time() + RETRY_SECONDS
+        self.retry_at = loop.time() + RETRY_SECONDS
         return False
 
     async def wait(self, timeout: float) -> bool:
@@ -294,6 +306,11 @@ class Listener:
                 log.info("back on the channel layer: %s", self.group)
                 return True
             await asyncio.sleep(max(0.0, min(timeout, self.retry_at - loop.time())))
+            return False
+        # Memberships expire (Redis's group_expiry; the in-memory layer drops a channel whose
+        # queued message expired): renew now and then; failing to is an outage.
+        if loop.time() >= self.rejoin_at and not await self.join():
+            self.joined = False
             return False
         deadline = loop.time() + timeout
         try:
@@ -313,6 +330,8 @@ class Listener:
             return
         self.joined = False
         try:
-            await self.layer.group_discard(self.group, self.channel)
+            await asyncio.wait_for(
+                self.layer.group_discard(self.group, self.channel), LAYER_CALL_SECONDS
+            )
         except Exception:  # Redis is away: it forgot the group, or the entry will expire
             log.debug("group_discard failed for %s", self.group)

@@ -262,6 +262,6 @@ def _last_event_id(request: HttpRequest) -> int | None:
     raw = request.headers.get("Last-Event-ID")
     if raw is None or raw == "":
         return None
-    if not raw.isdigit():
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 18):  # "²".isdigit() is True
         raise JsonRpcError(INVALID_PARAMS, "the Last-Event-ID header must be an event id")
     return int(raw)

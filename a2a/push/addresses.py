@@ -22,6 +22,8 @@ MAX_URL_LENGTH = 2048
 _EXTRA_BLOCKED = (
     ipaddress.ip_network("100.64.0.0/10"),  # shared address space (carrier-grade NAT)
     ipaddress.ip_network("64:ff9b:1::/48"),  # local-use NAT64
+    ipaddress.ip_network("192.0.0.0/24"),  # IETF protocol assignments
+    ipaddress.ip_network("fec0::/10"),  # deprecated site-local
 )
 REFUSED = (
     "points at a loopback, private, link-local or multicast address, which this server "
@@ -87,9 +89,14 @@ def check_url(url: str) -> str:
         raise ValueError("must not carry credentials; use `authentication` or `token`")
     if port == 0:
         raise ValueError("is not a valid URL")
+    if not host.isascii():
+        # Sent as given, a non-ASCII name cannot go into a Host header or SNI; the client
+        # knows which IDNA form its name has, so it says it.
+        raise ValueError("must spell an internationalised host name in its xn-- (IDNA) form")
     if not allow_private():
-        ip = literal_ip(host)
-        if (ip is not None and blocked(ip)) or host == "localhost" or host.endswith(".localhost"):
+        name = host.rstrip(".")  # "localhost." and "127.0.0.1." resolve like the plain names
+        ip = literal_ip(name)
+        if (ip is not None and blocked(ip)) or name == "localhost" or name.endswith(".localhost"):
             raise ValueError(REFUSED)
     return url
 

@@ -16,7 +16,7 @@ class PushAppConfig(AppConfig):
         from a2a.push.methods import PUSH_METHODS_03, PUSH_METHODS_10
         from a2a.runtime.scheduler import PERIODIC
 
-        events.subscribe(delivery.on_task_event, on_commit=True)
+        events.subscribe(delivery.on_task_event)  # in the transaction: commits with the event
         SEND_HOOKS.append(services.send_hook)  # inline configs on message/send
         PERIODIC.append(delivery.sweep_now_and_then)  # jobs lost with a dead worker
         # Registered from here rather than imported by a2a.jsonrpc.methods: the core does

@@ -1,18 +1,21 @@
 """Delivering task events to webhooks: durable, in order per config, retried with backoff.
 
-1. `on_task_event` (on commit) records a PushDelivery per config of the event's task, for
-   the events a stream would show (streaming.events_after: status changes, agent messages,
-   artifacts), and kicks the config: queues one delivery job unless one is already queued.
+1. `on_task_event` (in the event's own transaction) records a PushDelivery per config of
+   the event's task, for the events a stream would show (streaming.events_after: status
+   changes, agent messages, artifacts), and kicks the config: queues one delivery job
+   unless one is already queued. Both commit with the event, or not at all.
 2. The job (`jobs.deliver_push` → `run`) takes the config's lease, so one job at a time
    delivers for a config, and pumps: it first scans the TaskEvent log past the config's
    `scanned_through` (catching up events recorded nowhere, e.g. committed before an inline
    config was stored, or lost with a crashed writer), then POSTs pending deliveries in
-   event order. Event k waits until event k-1 is delivered or given up.
+   event order. Event k waits until event k-1 is delivered or given up. Each row update
+   is fenced by the lease, so a job that outlived it cannot overwrite its successor.
 3. A failed attempt is retried after BACKOFF_SECONDS·2^(n-1) (capped), by a job deferred
    to that time, so the worker is not held while waiting; after MAX_ATTEMPTS it is
    abandoned and the next event goes. One HTTP call lasts at most TIMEOUT_SECONDS per
-   phase and one job delivers for at most JOB_SECONDS, then queues a successor: a slow
-   or dead webhook delays its own config only.
+   phase and twice that per attempt (a webhook dripping bytes cannot hold a worker), and
+   one job delivers for at most JOB_SECONDS, then queues a successor: a slow or dead
+   webhook delays its own config only.
 4. Before each POST the host is resolved and every address checked (a2a.push.addresses);
    the connection goes to the checked address, so DNS cannot change the answer between
    the check and the request. Redirects are not followed.
@@ -23,6 +26,7 @@ Every request carries `X-Taskdeck-Event-Id` so the receiver can drop repeats.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -37,7 +41,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, OuterRef, Q, Subquery
 from django.db.models.fields.json import KT
 from django.utils import timezone
 
@@ -77,22 +81,34 @@ def deliverable(kind: str, role: str | None) -> bool:
 
 
 def on_task_event(event: TaskEvent) -> None:
-    """On-commit subscriber: the event is owed to every config of its task that existed
-    before it; record that and make sure a job will deliver it."""
+    """In-transaction subscriber: the event is owed to every config of its task that
+    existed before it. The delivery rows and the job that sends them commit with the event
+    itself, so no crash between commit and an after-commit hook can lose one. (Configs of
+    a task change under the same task row lock, so none can vanish meanwhile.) A failure
+    here is logged and never undoes the task's change: `_scan` and the sweep catch up."""
     if not deliverable(event.kind, (event.data or {}).get("role")):
         return
-    configs = list(
-        PushConfig.objects.filter(task_id=event.task_id, start_after__lt=event.pk).values_list(
-            "pk", flat=True
-        )
-    )
-    now = timezone.now()
-    for pk in configs:
+    try:
         with transaction.atomic():
-            owed = PushDelivery(config_id=pk, event_id=event.pk, created_at=now)
-            owed.next_attempt_at = now
-            PushDelivery.objects.bulk_create([owed], ignore_conflicts=True)
-            kick(pk, now)
+            configs = list(
+                PushConfig.objects.filter(
+                    task_id=event.task_id, start_after__lt=event.pk
+                ).values_list("pk", flat=True)
+            )
+            now = timezone.now()
+            PushDelivery.objects.bulk_create(
+                [
+                    PushDelivery(
+                        config_id=pk, event_id=event.pk, created_at=now, next_attempt_at=now
+                    )
+                    for pk in configs
+                ],
+                ignore_conflicts=True,
+            )
+            for pk in configs:
+                kick(pk, now)
+    except Exception:
+        log.exception("push: could not record event %s for its webhooks", event.pk)
 
 
 def kick(config_pk: int, now: datetime | None = None) -> bool:
@@ -119,15 +135,27 @@ def _enqueue(config_pk: int, at: datetime | None = None) -> None:
 
 
 def sweep(limit: int = 100) -> int:
-    """Kick configs that are owed a due delivery nobody is working on: their job was lost
-    with a worker that died. Cheap (indexed); safe to call from any number of processes."""
+    """Kick configs that are owed a due delivery nobody is working on (their job was lost
+    with a worker that died), or whose task has events they have not scanned (a recording
+    that failed). Cheap (indexed); safe to call from any number of processes. Counted per
+    config, so one config with a long backlog cannot hide the others."""
     now = timezone.now()
     overdue = now - timedelta(seconds=KICK_STALE_SECONDS)
     config_pks = set(
-        PushDelivery.objects.filter(
-            status=PushDelivery.Status.PENDING, next_attempt_at__lt=overdue
-        ).values_list("config_id", flat=True)[:limit]
+        PushDelivery.objects.filter(status=PushDelivery.Status.PENDING, next_attempt_at__lt=overdue)
+        .order_by()
+        .values_list("config_id", flat=True)
+        .distinct()[:limit]
     )
+    newest = TaskEvent.objects.filter(task_id=OuterRef("task_id")).order_by("-id").values("id")[:1]
+    behind = (
+        PushConfig.objects.filter(task__updated_at__gt=now - timedelta(days=1))
+        .annotate(newest=Subquery(newest))
+        .filter(scanned_through__lt=F("newest"), start_after__lt=F("newest"))
+        .filter(Q(kicked_at__isnull=True) | Q(kicked_at__lt=overdue))
+        .values_list("pk", flat=True)[:limit]
+    )
+    config_pks.update(behind)
     idle = PushConfig.objects.filter(pk__in=config_pks).filter(
         Q(pump_until__isnull=True) | Q(pump_until__lt=now)
     )
@@ -233,7 +261,7 @@ def _pump(config_pk: int, token: str, deadline: float) -> Outcome:
             return Outcome("more")
         if not _heartbeat(config_pk, token):
             return Outcome("lost")
-        attempt(config, head)
+        attempt(config, head, token)
         if head.status == PushDelivery.Status.PENDING:  # failed; retried later
             return Outcome("waiting", head.next_attempt_at, scheduled=True)
 
@@ -278,7 +306,7 @@ def render(config: PushConfig, event_id: int) -> dict[str, Any] | None:
     items = streaming.events_after(config.task_id, event_id - 1, Dialect.RFC, limit=1)
     if not items or items[0][0] != event_id:
         return None
-    item = items[0][1]
+    item = streaming.on_the_wire(items[0][1])
     if config.version == PushConfig.Version.V10:
         from a2a.jsonrpc import wire10
 
@@ -305,11 +333,19 @@ def backoff(attempts: int) -> float:
     return min(base * 2 ** max(attempts - 1, 0), cap)
 
 
-def attempt(config: PushConfig, delivery: PushDelivery) -> None:
+def attempt(config: PushConfig, delivery: PushDelivery, token: str | None = None) -> None:
     """Send one delivery once and record what happened on its row (an update, never an
-    insert: a config deleted meanwhile takes its log with it)."""
+    insert: a config deleted meanwhile takes its log with it).
+
+    The update is fenced: it applies only while the row is still pending with the attempt
+    count this job read, and (with `token`) while this job still holds the config's lease.
+    A job whose POST outlived its lease thus cannot overwrite what its successor did."""
     now = timezone.now()
-    row = PushDelivery.objects.filter(pk=delivery.pk)
+    row = PushDelivery.objects.filter(
+        pk=delivery.pk, status=PushDelivery.Status.PENDING, attempts=delivery.attempts
+    )
+    if token is not None:
+        row = row.filter(config__pump_owner=token)
     body = render(config, delivery.event_id)
     if body is None:
         delivery.status = PushDelivery.Status.SKIPPED
@@ -375,7 +411,11 @@ def attempt(config: PushConfig, delivery: PushDelivery) -> None:
 
 def post(url: str, headers: dict[str, str], body: dict[str, Any]) -> int:
     """POST `body` to `url` through the address the checked resolution gave; returns the
-    HTTP status. The response body is never read."""
+    HTTP status. The response body is never read.
+
+    TIMEOUT_SECONDS bounds each phase, and twice that bounds the whole attempt: httpx's
+    timeouts are per socket operation, so a webhook dripping its status line a byte at a
+    time would otherwise hold a worker (and the config's lease) indefinitely."""
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     host = parts.hostname or ""
@@ -385,15 +425,27 @@ def post(url: str, headers: dict[str, str], body: dict[str, Any]) -> int:
     target = urlunsplit((scheme, f"{pinned}:{port}", parts.path or "/", parts.query, ""))
     headers = {**headers, "Host": parts.netloc}
     extensions = {"sni_hostname": host} if scheme == "https" else {}
-    timeout = httpx.Timeout(float(_settings()["TIMEOUT_SECONDS"]))
+    seconds = float(_settings()["TIMEOUT_SECONDS"])
     content = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
-    with (
-        httpx.Client(timeout=timeout, follow_redirects=False, trust_env=False) as client,
-        client.stream(
-            "POST", target, content=content, headers=headers, extensions=extensions
-        ) as response,
-    ):
-        return response.status_code
+
+    async def send() -> int:
+        async with (
+            httpx.AsyncClient(
+                timeout=httpx.Timeout(seconds), follow_redirects=False, trust_env=False
+            ) as client,
+            client.stream(
+                "POST", target, content=content, headers=headers, extensions=extensions
+            ) as response,
+        ):
+            return response.status_code
+
+    async def bounded() -> int:
+        try:
+            return await asyncio.wait_for(send(), 2 * seconds)
+        except TimeoutError:
+            raise httpx.TimeoutException(f"no answer within {2 * seconds:g} s") from None
+
+    return asyncio.run(bounded())
 
 
 def redacted(url: str) -> str:

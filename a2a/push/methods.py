@@ -95,17 +95,19 @@ def delete_10(params: dict, call: Call) -> None:
     return None
 
 
+# Reading configs needs `write` too: they hold the client's webhook token and credentials,
+# with which a read-only key could forge notifications to the client.
 PUSH_METHODS_03: dict[str, Method] = {
     "tasks/pushNotificationConfig/set": Method(set_03, p.SetParams03, "write"),
-    "tasks/pushNotificationConfig/get": Method(get_03, p.GetParams03, "read"),
-    "tasks/pushNotificationConfig/list": Method(list_03, p.ListParams03, "read"),
+    "tasks/pushNotificationConfig/get": Method(get_03, p.GetParams03, "write"),
+    "tasks/pushNotificationConfig/list": Method(list_03, p.ListParams03, "write"),
     "tasks/pushNotificationConfig/delete": Method(delete_03, p.DeleteParams03, "write"),
 }
 
 PUSH_METHODS_10: dict[str, Method] = {
     "CreateTaskPushNotificationConfig": Method(create_10, p.CreateParams10, "write", version="1.0"),
-    "GetTaskPushNotificationConfig": Method(get_10, p.ConfigRefParams10, "read", version="1.0"),
-    "ListTaskPushNotificationConfigs": Method(list_10, p.ListParams10, "read", version="1.0"),
+    "GetTaskPushNotificationConfig": Method(get_10, p.ConfigRefParams10, "write", version="1.0"),
+    "ListTaskPushNotificationConfigs": Method(list_10, p.ListParams10, "write", version="1.0"),
     "DeleteTaskPushNotificationConfig": Method(
         delete_10, p.ConfigRefParams10, "write", version="1.0"
     ),

@@ -25,7 +25,7 @@ def test_the_first_problem_is_named_with_its_path(value, path, why):
 
 
 def test_storable_values_pass_unchanged():
-    value = {"text": "héllo ✓ 😀", "n": [1, 2.5, -0.0, 10**30], "ok": True, "none": None}
+    value = {"text": "héllo ✓ 😀", "n": [1, 2.5, -0.0, 10**18], "ok": True, "none": None}
     assert jsonsafe.problem(value) is None
     assert jsonsafe.check(value) is value
 
@@ -49,3 +49,10 @@ def test_loads_refuses_numbers_json_cannot_write_back(text):
 
 def test_loads_keeps_ordinary_numbers():
     assert jsonsafe.loads('{"a": 1e300, "b": 12, "c": -0.5}') == {"a": 1e300, "b": 12, "c": -0.5}
+
+
+@pytest.mark.parametrize("n", [2**63, -(2**63) - 1, 10**20])
+def test_integers_beyond_64_bits_are_named(n):
+    found = jsonsafe.problem({"configuration": {"historyLength": n}})
+    assert found is not None and found.path == "configuration.historyLength"
+    assert jsonsafe.problem({"n": 2**63 - 1, "m": -(2**63), "ok": True}) is None

@@ -195,3 +195,9 @@ def test_values_the_database_cannot_store_are_form_errors(op, make_task, unchang
         assert "unpaired surrogate" in response.content.decode()
         assert op.get("/tasks/a%00b").status_code == 404
         assert op.post("/tasks/a%00b/cancel", {"reason": "x"}).status_code == 404
+        for payload, why in (
+            ("[" * 100_000, "nested too deeply"),
+            ('{"a": 1e400}', "out of range"),
+        ):
+            response = op.post(f"/tasks/{task.id}/emit", {"name": "a.b", "payload": payload})
+            assert response.status_code == 400 and why in response.content.decode()

@@ -90,6 +90,33 @@ def test_deeply_nested_params_of_a_10_method_get_an_error(fuzz_server, http, key
     _assert_rpc_property(fuzz_server, answer, before, 1, "GetTask")
 
 
+@pytest.mark.parametrize("method", ["tasks/get", "tasks/list"])
+def test_a_history_length_beyond_64_bits_is_refused(fuzz_server, http, keys, method):
+    """Found in review: historyLength 10**20 passed validation and overflowed in the query
+    (-32603). Expected: -32602."""
+    params = '{"id":"x","historyLength":100000000000000000000}'
+    body = f'{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{params}}}'.encode()
+    answer, before = _send_rpc(fuzz_server, http, keys, body)
+    body = _assert_rpc_property(fuzz_server, answer, before, 1, method)
+    assert body["error"]["code"] == -32602
+
+
+@pytest.mark.parametrize("header", [b"\xb2", b"1" * 40], ids=["superscript-two", "40-digits"])
+def test_a_last_event_id_that_is_not_an_event_id_is_refused(fuzz_server, http, keys, header):
+    """Found in review: the header byte 0xB2 reads as "²" (latin-1), and "²".isdigit() is
+    True, so int() raised (HTML 500); 40 digits reached the query. Expected: -32602."""
+    headers = {
+        "Authorization": f"Bearer {keys.full}",
+        "Content-Type": "application/json",
+        "Last-Event-ID": header,
+    }
+    body = b'{"jsonrpc":"2.0","id":1,"method":"tasks/resubscribe","params":{"id":"x"}}'
+    before = support.snapshot()
+    answer = support.exchange(http, "regressions", "/a2a/", body, headers)
+    body = _assert_rpc_property(fuzz_server, answer, before, 1, "tasks/resubscribe")
+    assert body["error"]["code"] == -32602
+
+
 # --- POST /api/events (a2a/events_api.py) ----------------------------------------------------
 
 

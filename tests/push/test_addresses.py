@@ -33,6 +33,10 @@ PRIVATE = [
     "http://localhost:8000/hook",
     "http://LOCALHOST/hook",
     "http://api.localhost/hook",
+    "http://localhost./hook",  # a trailing dot resolves the same
+    "http://127.0.0.1./hook",
+    "http://[fec0::1]/hook",  # deprecated site-local
+    "http://192.0.0.8/hook",  # IETF protocol assignments
 ]
 PUBLIC = [
     "https://example.com/webhook",  # names are not resolved when a config is made
@@ -54,6 +58,8 @@ INVALID = [
     ("http://exa mple.com/hook", "spaces"),
     ("http://example.com/\nhook", "spaces"),
     ("https://example.com/" + "x" * 2100, "2048"),
+    ("https://bücher.example/hook", "xn--"),
+    ("http://①②⑦.0.0.1/hook", "xn--"),
 ]
 
 

@@ -190,24 +190,31 @@ def test_a_task_holds_a_bounded_number_of_configs(rpc, unchanged, make_task, set
     assert result_of(rpc, SET, again)["pushNotificationConfig"]["url"] == HOOK
 
 
-def test_changing_configs_needs_the_write_scope(rpc, unchanged, make_task):
+@pytest.mark.parametrize(
+    "method,params",
+    [
+        (SET, {"taskId": "{task}", "pushNotificationConfig": {"url": HOOK}}),
+        (GET, {"id": "{task}"}),  # configs hold the webhook's secrets
+        (LIST, {"id": "{task}"}),
+        (DELETE, {"id": "{task}", "pushNotificationConfigId": "c0"}),
+    ],
+)
+def test_configs_need_the_write_scope(rpc, unchanged, make_task, method, params):
     task = make_task("working")
+    result_of(
+        rpc,
+        SET,
+        {"taskId": task.id, "pushNotificationConfig": {"id": "c0", "url": HOOK, "token": "secret"}},
+    )
     _, reader = api_keys.create_key("push-reader", ["read"])
+    body = json.loads(json.dumps(params).replace("{task}", task.id))
     with unchanged():
         answer = rpc.raw(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": SET,
-                "params": {"taskId": task.id, "pushNotificationConfig": {"url": HOOK}},
-            },
-            token=reader,
+            {"jsonrpc": "2.0", "id": 1, "method": method, "params": body}, token=reader
         )
     assert answer.status_code == 403
     assert answer.json()["error"]["data"]["requiredScope"] == "write"
-    assert (
-        result_of(rpc, LIST, {"id": task.id}, headers={"Authorization": f"Bearer {reader}"}) == []
-    )
+    assert "secret" not in answer.text
 
 
 # --- 1.0 -------------------------------------------------------------------------------------

@@ -41,7 +41,8 @@ def drain(config_pk: int, timeout: float = 10.0) -> None:
 
 
 def stream_items(task_id: str, after: int = 0) -> list[tuple[int, dict]]:
-    return [(i, item) for i, item, _ in streaming.events_after(task_id, after, Dialect.RFC)]
+    items = streaming.events_after(task_id, after, Dialect.RFC)
+    return [(i, streaming.on_the_wire(item)) for i, item, _ in items]
 
 
 def test_an_inline_config_gets_the_events_committed_before_it(quick, make_task, webhook):
@@ -84,6 +85,7 @@ def test_an_inline_config_on_an_answer_starts_from_that_answer(quick, make_task,
     assert webhook.delivered()[0].body["status"]["state"] == "working"
     assert webhook.delivered()[0].body["kind"] == "status-update"
     assert "authorization" not in webhook.delivered()[0].headers
+    assert "_state" not in webhook.delivered()[0].body  # internal, never sent
 
 
 def test_inline_configs_are_validated_under_configuration(make_task, forbid_private, unchanged):

@@ -30,7 +30,8 @@ AUTH = {
 def expected(task_id: str, version: str) -> list[tuple[int, dict]]:
     """What a webhook of that version must receive: the task's stream, in order."""
     items = streaming.events_after(task_id, 0, Dialect.RFC, limit=1000)
-    return [(i, wire10.stream_event(item) if version == "1.0" else item) for i, item, _ in items]
+    wire = [(i, streaming.on_the_wire(item)) for i, item, _ in items]  # as a stream sends
+    return [(i, wire10.stream_event(item) if version == "1.0" else item) for i, item in wire]
 
 
 def settled(task_id: str, count: int) -> None:

@@ -1,0 +1,148 @@
+"""Push delivery when things go wrong: found in review, each pinned here.
+
+A webhook that drips its answer, a job that outlives its lease, a config starved out of
+the sweep by another's backlog, and the recording of an event with its own transaction.
+Jobs run in this process (their queueing is replaced by a list), so every interleaving is
+made by hand, deterministically.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from datetime import timedelta
+
+import httpx
+import pytest
+from django.db import transaction
+from django.utils import timezone
+from django_tasks_db.models import DBTaskResult
+
+from a2a import services
+from a2a.push import delivery
+from a2a.push import services as push
+from a2a.push.models import PushConfig, PushDelivery
+from tests.conftest import AGENT
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def quick(settings, allow_private) -> None:
+    settings.TASKDECK["PUSH"].update(BACKOFF_SECONDS=0.05, MAX_ATTEMPTS=3, TIMEOUT_SECONDS=0.5)
+
+
+@pytest.fixture
+def queued(monkeypatch) -> list[int]:
+    """Delivery jobs that would have been queued (config pks), instead of queueing them."""
+    kicked: list[int] = []
+    monkeypatch.setattr(delivery, "_enqueue", lambda pk, at=None: kicked.append(pk))
+    return kicked
+
+
+@pytest.fixture
+def dripping_webhook() -> Iterator[str]:
+    """A server that answers one byte every 0.2 s: each read is quick, the answer is not."""
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def answer(conn: socket.socket) -> None:
+        with conn:
+            conn.recv(65536)
+            for byte in (
+                b"HTTP/1.1 200 OK\r\nX-Pad: " + b"a" * 60 + b"\r\nContent-Length: 0\r\n\r\n"
+            ):
+                if stop.wait(0.2):
+                    return
+                try:
+                    conn.send(bytes([byte]))
+                except OSError:  # the client gave up: that is the point
+                    return
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            threading.Thread(target=answer, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}/hook"
+    stop.set()
+    server.close()
+
+
+def test_a_webhook_dripping_its_answer_is_cut_off(quick, dripping_webhook):
+    """httpx's timeouts are per read; 0.2 s per byte never trips a 0.5 s one, and the whole
+    answer would take ~16 s. The attempt as a whole is bounded (twice the timeout), so a
+    webhook cannot hold a worker, or the config's lease, for as long as it likes."""
+    with pytest.raises(httpx.TimeoutException):
+        delivery.post(dripping_webhook, {"Content-Type": "application/json"}, {"x": 1})
+
+
+def test_a_job_that_outlived_its_lease_cannot_undo_its_successor(
+    quick, queued, make_task, webhook, monkeypatch
+):
+    task = make_task("submitted")
+    config = push.set_config(task.id, push.ConfigInput(url=webhook.url), version="0.3")
+    services.start_task(task.id, actor=AGENT)
+    services.emit_text(task.id, "one", actor=AGENT)
+    config = PushConfig.objects.get(pk=config.pk)
+    # Job A claims the config and reads its head delivery, then stalls in its POST ...
+    token_a = delivery._claim(config.pk)
+    assert token_a is not None
+    head = PushDelivery.objects.filter(config=config).order_by("event_id").first()
+    # ... past its lease: job B takes over and delivers everything.
+    PushConfig.objects.filter(pk=config.pk).update(pump_until=timezone.now() - timedelta(1))
+    assert delivery.run(config.pk) == "idle"
+    delivered = list(PushDelivery.objects.filter(config=config).values_list("status", "attempts"))
+    assert delivered and all(status == "delivered" for status, _ in delivered)
+    # A's POST finally fails; its bookkeeping must not touch what B recorded.
+    monkeypatch.setattr(delivery, "post", lambda *a: (_ for _ in ()).throw(httpx.ReadTimeout("")))
+    delivery.attempt(config, head, token_a)
+    after = list(PushDelivery.objects.filter(config=config).values_list("status", "attempts"))
+    assert after == delivered
+    assert len(webhook.delivered()) == len(delivered)  # each event POSTed once, in order
+    assert [h.event_id for h in webhook.delivered()] == sorted(h.event_id for h in webhook.hits)
+
+
+def test_a_lost_job_is_found_behind_another_configs_backlog(quick, queued, make_task):
+    busy_task, lost_task = make_task("working"), make_task("submitted")
+    busy = push.set_config(
+        busy_task.id, push.ConfigInput(url="http://127.0.0.1:9/a"), version="0.3"
+    )
+    lost = push.set_config(
+        lost_task.id, push.ConfigInput(url="http://127.0.0.1:9/b"), version="0.3"
+    )
+    for i in range(150):  # agent messages: each one owed to `busy`
+        services.emit_text(busy_task.id, f"chunk {i}", actor=AGENT)
+    services.start_task(lost_task.id, actor=AGENT)
+    long_ago = timezone.now() - timedelta(minutes=10)
+    PushDelivery.objects.filter(config=busy).update(next_attempt_at=long_ago)
+    head = PushDelivery.objects.filter(config=busy).order_by("event_id").first()
+    later = timezone.now() + timedelta(minutes=5)  # busy's head waits out a backoff
+    PushDelivery.objects.filter(pk=head.pk).update(next_attempt_at=later)
+    PushDelivery.objects.filter(config=lost).update(next_attempt_at=long_ago)
+    PushConfig.objects.update(kicked_at=None)  # and no job is queued for either
+    queued.clear()
+    delivery.sweep()
+    assert lost.pk in queued
+
+
+def test_an_event_is_owed_to_webhooks_in_its_own_transaction(quick, make_task):
+    """The delivery rows and the job commit with the event: no crash after the commit can
+    lose a notification, and a rolled-back change owes nothing."""
+    task = make_task("submitted")
+    config = push.set_config(task.id, push.ConfigInput(url="http://127.0.0.1:9/a"), version="0.3")
+    PushConfig.objects.filter(pk=config.pk).update(kicked_at=None)  # no job queued yet
+    jobs = DBTaskResult.objects.count()
+    with pytest.raises(RuntimeError), transaction.atomic():
+        services.start_task(task.id, actor=AGENT)
+        assert PushDelivery.objects.filter(config=config).count() == 1
+        assert DBTaskResult.objects.count() > jobs
+        raise RuntimeError("the change rolls back")
+    assert not PushDelivery.objects.filter(config=config).exists()
+    services.start_task(task.id, actor=AGENT)
+    assert PushDelivery.objects.filter(config=config).count() == 1
