@@ -217,8 +217,10 @@ async def _stream(run: RunAgentInput, actor: services.Actor) -> AsyncIterator[by
         log.exception("AG-UI run %s failed", plan.run_id)
         yield _enc(RunErrorEvent(message="the server failed while running", code="internal"))
     finally:
-        await news.leave()
-        await database_sync_to_async(bridge.finish_run)(plan.run_id, outcome)
+        try:  # the outcome first: it is the record; leaving the group is housekeeping
+            await database_sync_to_async(bridge.finish_run)(plan.run_id, outcome)
+        finally:
+            await news.leave()
 
 
 def _json(event: dict[str, Any]) -> str:

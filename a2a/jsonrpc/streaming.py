@@ -253,6 +253,36 @@ async def stream(
         await news.leave()
 
 
+class _LayerTimeout(Exception):
+    """A channel-layer call did not finish within its bound."""
+
+
+def _drop_outcome(task: asyncio.Task) -> None:
+    if not task.cancelled():
+        task.exception()  # retrieved: asyncio must not log it as "never retrieved"
+
+
+async def _bounded(coro: Any, seconds: float) -> Any:
+    """Await a channel-layer call for at most `seconds` (_LayerTimeout after that).
+
+    Not asyncio.wait_for: redis-py turns the cancellation of a pending read into its own
+    TimeoutError, which wait_for never retrieves when the waiter itself is cancelled (a
+    client hung up), and asyncio then logs it as an error. Here an abandoned call is
+    cancelled and its outcome consumed, whatever it is."""
+    task = asyncio.ensure_future(coro)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=seconds)
+    except asyncio.CancelledError:
+        task.cancel()
+        task.add_done_callback(_drop_outcome)
+        raise
+    if not done:
+        task.cancel()
+        task.add_done_callback(_drop_outcome)
+        raise _LayerTimeout
+    return task.result()
+
+
 class Listener:
     """A channel in one group of the channel layer, for a waiter that must outlive the
     layer's outages (streams, blocking sends, AG-UI runs, the AG-UI Tailer).
@@ -282,10 +312,8 @@ class Listener:
         loop = asyncio.get_running_loop()
         for _ in range(2):  # after a restart, a pooled connection fails once, then reconnects
             try:
-                await asyncio.wait_for(
-                    self.layer.group_add(self.group, self.channel), LAYER_CALL_SECONDS
-                )
-            except Exception as exc:  # TimeoutError included: a hung Redis must not stall us
+                await _bounded(self.layer.group_add(self.group, self.channel), LAYER_CALL_SECONDS)
+            except Exception as exc:  # _LayerTimeout included: a hung Redis must not stall us
                 log.debug("could not join %s on the channel layer: %r", self.group, exc)
             else:
                 self.joined = True
@@ -314,9 +342,9 @@ class Listener:
             return False
         deadline = loop.time() + timeout
         try:
-            await asyncio.wait_for(self.layer.receive(self.channel), timeout)
+            await _bounded(self.layer.receive(self.channel), timeout)
             return True
-        except TimeoutError:
+        except _LayerTimeout:
             return False
         except Exception as exc:  # Redis went away: poll until it is back
             log.warning("lost the channel layer (%s); polling meanwhile: %s", self.group, exc)
@@ -330,8 +358,6 @@ class Listener:
             return
         self.joined = False
         try:
-            await asyncio.wait_for(
-                self.layer.group_discard(self.group, self.channel), LAYER_CALL_SECONDS
-            )
+            await _bounded(self.layer.group_discard(self.group, self.channel), LAYER_CALL_SECONDS)
         except Exception:  # Redis is away: it forgot the group, or the entry will expire
             log.debug("group_discard failed for %s", self.group)
