@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import httpx
@@ -40,23 +39,36 @@ def _application():
     return get_default_application()
 
 
-@pytest.fixture(scope="session")
-def asgi_server(django_db_setup, django_db_blocker) -> Iterator[str]:
-    """Daphne in a child process serving dashboard.asgi on a free port, against the test
-    database. Tests that use it need `django_db(transaction=True)` so their rows commit."""
+def start_daphne(django_db_blocker, application=_application, what: str = "Daphne"):
+    """A Daphne child process serving `application()` on a free port, against the test
+    database; returns once it listens. This process's connections are closed first: a
+    forked child must not share them."""
     from daphne.testing import DaphneProcess
 
     with django_db_blocker.unblock():
         connections.close_all()
-        proc = DaphneProcess("127.0.0.1", partial(_application))
+        proc = DaphneProcess("127.0.0.1", application)
         proc.daemon = True
         proc.start()
         while not proc.ready.wait(timeout=1):
             if not proc.is_alive():
-                raise RuntimeError("Daphne did not start")
-    yield f"http://127.0.0.1:{proc.port.value}"
-    proc.terminate()
+                raise RuntimeError(f"{what} did not start")
+    return proc
+
+
+def stop_daphne(proc) -> None:
+    if proc.is_alive():
+        proc.terminate()
     proc.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def asgi_server(django_db_setup, django_db_blocker) -> Iterator[str]:
+    """Daphne in a child process serving dashboard.asgi on a free port, against the test
+    database. Tests that use it need `django_db(transaction=True)` so their rows commit."""
+    proc = start_daphne(django_db_blocker)
+    yield f"http://127.0.0.1:{proc.port.value}"
+    stop_daphne(proc)
 
 
 @dataclass

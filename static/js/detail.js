@@ -1,49 +1,32 @@
 // Task detail: refresh the page's regions when this task changes (a newer version in the
 // live view), count down the pause deadline, and keep forms being edited untouched.
 
-import { fetchFragment, trackEdits } from "./fragments.js";
+import { coalesced, fetchFragment, trackEdits } from "./fragments.js";
 
 export function start(live) {
   const root = document.getElementById("task-live");
   if (!root) return;
   const taskId = root.dataset.task;
   let shown = Number(root.dataset.version);
-  let inFlight = false;
-  let again = false;
   trackEdits(root);
 
-  async function refresh() {
-    if (inFlight) {
-      again = true;
-      return;
+  const refresh = coalesced(async () => {
+    const doc = await fetchFragment(`${location.pathname}?fragment=1`);
+    const head = doc.getElementById("task-head");
+    const version = Number(head?.dataset.version || 0);
+    if (version < shown) return;
+    shown = version;
+    for (const fresh of doc.querySelectorAll("[data-region]")) {
+      const current = document.getElementById(fresh.id);
+      if (!current) continue;
+      const sig = current.dataset.sig;
+      if (sig !== undefined && sig === fresh.dataset.sig) continue; // same actions: keep forms as typed
+      current.replaceWith(document.importNode(fresh, true));
     }
-    inFlight = true;
-    try {
-      const doc = await fetchFragment(`${location.pathname}?fragment=1`);
-      const head = doc.getElementById("task-head");
-      const version = Number(head?.dataset.version || 0);
-      if (version < shown) return;
-      shown = version;
-      for (const fresh of doc.querySelectorAll("[data-region]")) {
-        const current = document.getElementById(fresh.id);
-        if (!current) continue;
-        const sig = current.dataset.sig;
-        if (sig !== undefined && sig === fresh.dataset.sig) continue; // same actions: keep forms as typed
-        current.replaceWith(document.importNode(fresh, true));
-      }
-      root.dataset.version = String(shown);
-      window.taskdeck.localiseTimes(root);
-      window.taskdeck.tick();
-    } catch (err) {
-      console.warn("refresh failed", err);
-    } finally {
-      inFlight = false;
-      if (again) {
-        again = false;
-        refresh();
-      }
-    }
-  }
+    root.dataset.version = String(shown);
+    window.taskdeck.localiseTimes(root);
+    window.taskdeck.tick();
+  }, "refresh");
 
   function wanted() {
     const entry = live.tasks[taskId];

@@ -19,3 +19,29 @@ export function trackEdits(root = document) {
     if (form) form.dataset.dirty = "1";
   });
 }
+
+// Run `task` one at a time: a call while it runs asks for one more run once it ends, so a
+// burst of live changes costs at most two fetches and the last change is never missed.
+export function coalesced(task, label) {
+  let inFlight = false;
+  let again = false;
+  async function run() {
+    if (inFlight) {
+      again = true;
+      return;
+    }
+    inFlight = true;
+    try {
+      await task();
+    } catch (err) {
+      console.warn(`${label} failed`, err);
+    } finally {
+      inFlight = false;
+      if (again) {
+        again = false;
+        run();
+      }
+    }
+  }
+  return run;
+}

@@ -1,14 +1,12 @@
 // Approvals inbox: pending requests arrive and leave live (forms being filled in are kept
 // as typed); keyboard: j/k move, a approve, r reject (then write why), / search.
 
-import { fetchFragment, trackEdits } from "./fragments.js";
+import { coalesced, fetchFragment, trackEdits } from "./fragments.js";
 
 export function start(live) {
   const lists = document.getElementById("inbox-lists");
   trackEdits(lists);
   let current = null;
-  let inFlight = false;
-  let again = false;
 
   function items() {
     return [...document.querySelectorAll("#pending-list .inbox-item")];
@@ -29,40 +27,25 @@ export function start(live) {
     return new Set(items().map((i) => i.dataset.interrupt));
   }
 
-  async function refresh() {
-    if (inFlight) {
-      again = true;
-      return;
+  const refresh = coalesced(async () => {
+    const q = new URLSearchParams(location.search).get("q") || "";
+    const doc = await fetchFragment(`/inbox?fragment=1&q=${encodeURIComponent(q)}`);
+    const list = document.getElementById("pending-list");
+    const byId = new Map(items().map((i) => [i.dataset.interrupt, i]));
+    const next = [];
+    for (const fresh of doc.querySelectorAll("#pending-list .inbox-item")) {
+      const keep = byId.get(fresh.dataset.interrupt);
+      next.push(keep || document.importNode(fresh, true));
     }
-    inFlight = true;
-    try {
-      const q = new URLSearchParams(location.search).get("q") || "";
-      const doc = await fetchFragment(`/inbox?fragment=1&q=${encodeURIComponent(q)}`);
-      const list = document.getElementById("pending-list");
-      const byId = new Map(items().map((i) => [i.dataset.interrupt, i]));
-      const next = [];
-      for (const fresh of doc.querySelectorAll("#pending-list .inbox-item")) {
-        const keep = byId.get(fresh.dataset.interrupt);
-        next.push(keep || document.importNode(fresh, true));
-      }
-      list.replaceChildren(...next);
-      for (const id of ["pending-count", "pending-empty", "resolved-list"]) {
-        const fresh = doc.getElementById(id);
-        const old = document.getElementById(id);
-        if (fresh && old) old.replaceWith(document.importNode(fresh, true));
-      }
-      window.taskdeck.localiseTimes(lists);
-      if (current && !current.isConnected) select(items()[0] || null, false);
-    } catch (err) {
-      console.warn("inbox refresh failed", err);
-    } finally {
-      inFlight = false;
-      if (again) {
-        again = false;
-        refresh();
-      }
+    list.replaceChildren(...next);
+    for (const id of ["pending-count", "pending-empty", "resolved-list"]) {
+      const fresh = doc.getElementById(id);
+      const old = document.getElementById(id);
+      if (fresh && old) old.replaceWith(document.importNode(fresh, true));
     }
-  }
+    window.taskdeck.localiseTimes(lists);
+    if (current && !current.isConnected) select(items()[0] || null, false);
+  }, "inbox refresh");
 
   function pendingIds() {
     return new Set(Object.keys(live.pending));

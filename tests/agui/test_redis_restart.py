@@ -37,13 +37,12 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 import redis
-from django.db import connections
 
 from a2a.jsonrpc.streaming import STATUS_KINDS, group_name
 from a2a.models import TaskEvent
 from agui.projector import VIEW_GROUP
 from tests.agui.test_websocket import Client, version_of
-from tests.conftest import Rpc
+from tests.conftest import Rpc, start_daphne, stop_daphne
 from tests.runtime.test_streaming import sse
 
 if TYPE_CHECKING:
@@ -172,25 +171,15 @@ class Server:
 @pytest.fixture
 def servers(our_redis, django_db_setup, django_db_blocker, tmp_path) -> Iterator[list[Server]]:
     """Daphne A and B on the test database, both with our Redis as channel layer."""
-    from daphne.testing import DaphneProcess
-
     started: list[Server] = []
-    with django_db_blocker.unblock():
-        connections.close_all()
-        for name in ("A", "B"):
-            log = tmp_path / f"daphne-{name}.log"
-            proc = DaphneProcess("127.0.0.1", partial(_application, our_redis.url, str(log)))
-            proc.daemon = True
-            proc.start()
-            while not proc.ready.wait(timeout=1):
-                if not proc.is_alive():
-                    raise RuntimeError(f"Daphne {name} did not start")
-            started.append(Server(name, proc, f"http://127.0.0.1:{proc.port.value}", log))
+    for name in ("A", "B"):
+        log = tmp_path / f"daphne-{name}.log"
+        app = partial(_application, our_redis.url, str(log))
+        proc = start_daphne(django_db_blocker, app, what=f"Daphne {name}")
+        started.append(Server(name, proc, f"http://127.0.0.1:{proc.port.value}", log))
     yield started
     for server in started:
-        if server.proc.is_alive():
-            server.proc.terminate()
-        server.proc.join(timeout=10)
+        stop_daphne(server.proc)
 
 
 class Subscription(threading.Thread):

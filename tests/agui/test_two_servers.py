@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import os
 import signal
-from functools import partial
 
 import pytest
-from django.db import connections
 
 from agui import selectors
 from tests.agui.test_websocket import Client, version_of
-from tests.conftest import _application
+from tests.conftest import start_daphne, stop_daphne
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -20,20 +18,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def second_server(django_db_setup, django_db_blocker):
     """Another Daphne process on the same database (and channel layer, when it is Redis)."""
-    from daphne.testing import DaphneProcess
-
-    with django_db_blocker.unblock():
-        connections.close_all()
-        proc = DaphneProcess("127.0.0.1", partial(_application))
-        proc.daemon = True
-        proc.start()
-        while not proc.ready.wait(timeout=1):
-            if not proc.is_alive():
-                raise RuntimeError("the second Daphne did not start")
+    proc = start_daphne(django_db_blocker, what="the second Daphne")
     yield proc, f"ws://127.0.0.1:{proc.port.value}/ws/agui/"
-    if proc.is_alive():
-        proc.terminate()
-    proc.join(timeout=10)
+    stop_daphne(proc)
 
 
 def test_a_change_through_one_server_reaches_clients_of_the_other(

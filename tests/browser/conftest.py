@@ -24,8 +24,7 @@ from a2a import services
 from a2a.errors import TaskError
 from a2a.lifecycle import TERMINAL, TransitionRefused
 from a2a.models import Task
-from dashboard import roles
-from tests.dashboard.conftest import make_user
+from tests.dashboard.conftest import make_user, operator, viewer  # noqa: F401
 from tests.runtime.conftest import runtime, start, wait_idle  # noqa: F401
 
 CHROMIUM = "/usr/bin/chromium"
@@ -78,16 +77,6 @@ def settle(transactional_db, runtime, start) -> Iterator[None]:  # noqa: F811
             services.cancel_task(task_id, actor=OPS, reason="test teardown")
     for task_id in Task.objects.values_list("id", flat=True):
         wait_idle(task_id)
-
-
-@pytest.fixture
-def operator(django_user_model, transactional_db):
-    return make_user(django_user_model, "ana", roles.OPERATORS)
-
-
-@pytest.fixture
-def viewer(django_user_model, transactional_db):
-    return make_user(django_user_model, "vic", roles.VIEWERS)
 
 
 @pytest.fixture

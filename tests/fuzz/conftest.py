@@ -15,12 +15,11 @@ from pathlib import Path
 import httpx
 import pytest
 from django.apps import apps
-from django.db import connections
 
 from a2a import api_keys, services
 from a2a.lifecycle import State
 from a2a.models import Suspension, Task
-from tests.conftest import CLIENT, _to, user_message
+from tests.conftest import CLIENT, _to, start_daphne, stop_daphne, user_message
 from tests.fuzz import support
 
 STATES = [s.value for s in State]
@@ -73,20 +72,10 @@ class Server:
 def fuzz_server(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Server]:
     """A Daphne of its own (like `asgi_server`, plus the error log and short blocking
     sends), against the test database."""
-    from daphne.testing import DaphneProcess
-
     error_log = tmp_path_factory.mktemp("fuzz") / "server-errors.log"
-    with django_db_blocker.unblock():
-        connections.close_all()
-        proc = DaphneProcess("127.0.0.1", partial(_application, str(error_log)))
-        proc.daemon = True
-        proc.start()
-        while not proc.ready.wait(timeout=1):
-            if not proc.is_alive():
-                raise RuntimeError("Daphne did not start")
+    proc = start_daphne(django_db_blocker, partial(_application, str(error_log)))
     yield Server(f"http://127.0.0.1:{proc.port.value}", error_log)
-    proc.terminate()
-    proc.join(timeout=10)
+    stop_daphne(proc)
 
 
 @pytest.fixture(autouse=True)

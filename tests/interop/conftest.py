@@ -25,12 +25,9 @@ from typing import Any
 
 import pytest
 
-from a2a import services
-from a2a.lifecycle import TERMINAL
-from a2a.models import Task
-from tests.conftest import CLIENT
 from tests.runtime.conftest import (  # noqa: F401  (start: shared)
     Processes,
+    settle_tasks,
     start,
     wait_idle,
     workers_running,
@@ -224,8 +221,4 @@ def settle(runtime, transactional_db) -> Iterator[Callable[[str], str]]:
         return task_id
 
     yield track
-    for task_id in made:
-        if Task.objects.filter(pk=task_id).exclude(state__in=list(TERMINAL)).exists():
-            services.cancel_task(task_id, actor=CLIENT, reason="test teardown")
-    for task_id in made:
-        wait_idle(task_id)
+    settle_tasks(made)
