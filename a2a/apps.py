@@ -9,7 +9,6 @@ class A2AConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from a2a import events
-        from a2a.jsonrpc import streaming
+        from a2a import events, notify
 
-        events.subscribe(streaming.announce, on_commit=True)
+        events.subscribe(notify.announce, on_commit=True)

@@ -1,5 +1,5 @@
 """Domain errors raised by `a2a.services`. Transports map them to wire codes
-(see `a2a.jsonrpc.errors`); nothing here knows about JSON-RPC."""
+(see `a2a.jsonrpc.errors`, the ACP door's errors); nothing here knows about JSON-RPC."""
 
 from __future__ import annotations
 

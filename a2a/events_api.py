@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 
 from a2a import jsonsafe, services
 from a2a.auth import ApiKeyAuthentication, Principal, has_scope
-from a2a.jsonrpc.fields import ObjectField, StrictCharField
+from a2a.fields import ObjectField, StrictCharField
 
 
 class StorableJSONParser(JSONParser):

@@ -1,8 +1,8 @@
 from django.urls import path
 
-from a2a.agent_card import agent_card
 from a2a.events_api import EventsView
 from a2a.jsonrpc.views import endpoint
+from a2a.protocol.agent_card import agent_card
 
 urlpatterns = [
     path("a2a", endpoint, name="a2a-jsonrpc-noslash"),

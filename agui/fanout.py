@@ -6,7 +6,7 @@ poke, or every FALLBACK_POLL seconds since the in-memory layer cannot hear worke
 processes) and hands them to every registered socket's queue.
 
 Redis is only the wake-up call: while it is away (restarting, failing over) the Tailer
-polls, and it re-joins the group by itself when Redis is back (a2a.jsonrpc.streaming's
+polls, and it re-joins the group by itself when Redis is back (a2a.notify's
 Listener); sockets notice nothing but slower deltas.
 
 It re-reads a window behind its cursor: on PostgreSQL ids are allocated at insert, so a
@@ -23,7 +23,7 @@ from collections import deque
 
 from channels.db import database_sync_to_async
 
-from a2a.jsonrpc.streaming import Listener
+from a2a.notify import Listener
 from agui.models import AguiEvent
 from agui.projector import TEXT, VIEW_GROUP
 

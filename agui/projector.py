@@ -23,6 +23,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
+from a2a.formats import pause_facts, text_of, ts
 from a2a.models import Message, Task, TaskEvent
 from agui import view
 from agui.models import AguiEvent, Interrupt, ViewTask
@@ -107,7 +108,7 @@ def on_task_event(event: TaskEvent) -> None:
     title = None
     if previous is None:
         first = task.messages.order_by("seq").first()
-        title = view.text_of(first.parts if first else None)[: view.TITLE_CHARS]
+        title = text_of(first.parts if first else None)[: view.TITLE_CHARS]
 
     last_interrupt = _interrupts(event, task, batch, ops)
     status_message = _status_message(task)
@@ -131,10 +132,10 @@ def on_task_event(event: TaskEvent) -> None:
         batch.add("STATE_DELTA", _dump(StateDeltaEvent(delta=ops)))
     if event.kind == "message_added" and event.data.get("role") == "agent":
         msg = Message.objects.filter(task=task, seq=event.data.get("messageSeq")).first()
-        if msg is not None and view.text_of(msg.parts):
+        if msg is not None and text_of(msg.parts):
             batch.add(
                 TEXT,
-                {"messageId": f"msg-{task.id}-{msg.seq}", "text": view.text_of(msg.parts)},
+                {"messageId": f"msg-{task.id}-{msg.seq}", "text": text_of(msg.parts)},
             )
     ViewTask.objects.update_or_create(
         task_id=task.id,
@@ -166,7 +167,7 @@ def _interrupts(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> str |
         explanation = ""
         msg = _status_message(task)
         if msg is not None:
-            explanation = view.text_of(msg.parts)
+            explanation = text_of(msg.parts)
         interrupt = Interrupt.objects.create(
             interrupt_id=iid,
             task=task,
@@ -178,7 +179,7 @@ def _interrupts(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> str |
                 "taskId": task.id,
                 "request": request,
                 "explanation": explanation,
-                "requestedAt": view.ts(at),
+                "requestedAt": ts(at),
             },
             created_at=at,
         )
@@ -205,7 +206,7 @@ def _interrupts(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> str |
                     "decision": data.get("decision", "provided"),
                     "values": _summarise(data.get("values") or {}),
                     "answeredBy": event.actor,
-                    "answeredAt": view.ts(at),
+                    "answeredAt": ts(at),
                 },
             )
             interrupt.save(update_fields=["content", "pending", "resolved_at"])
@@ -216,7 +217,7 @@ def _interrupts(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> str |
                 batch.activity_change(interrupt, {"stage": "superseded"})
                 interrupt.save(update_fields=["content", "pending", "resolved_at"])
         susp = task.current_suspension
-        pause = view.pause_of(susp) or {}
+        pause = pause_facts(susp) or {}
         interrupt = Interrupt.objects.create(
             interrupt_id=data["handle"],
             task=task,
@@ -229,7 +230,7 @@ def _interrupts(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> str |
     if kind in ("resumed", "timed_out", "canceled", "completed", "failed", "rejected"):
         for interrupt in _open(task, Interrupt.Kind.PAUSE):
             stage = {"resumed": "resumed", "timed_out": "timed_out"}.get(kind, "canceled")
-            changes: dict[str, Any] = {"stage": stage, "endedAt": view.ts(at)}
+            changes: dict[str, Any] = {"stage": stage, "endedAt": ts(at)}
             if kind == "resumed":
                 changes.update(
                     cause=data.get("cause"),

@@ -47,9 +47,9 @@ from pydantic import ValidationError
 
 from a2a import jsonsafe, services
 from a2a.auth import Unauthenticated, authenticate
-from a2a.jsonrpc.streaming import Listener, group_name
 from a2a.lifecycle import PAUSED, State
 from a2a.models import Task
+from a2a.notify import Listener, group_name
 from agui import bridge, selectors
 from agui.models import AguiEvent, Interrupt
 from agui.projector import TEXT

@@ -5,33 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from a2a.jsonrpc.wire import ts
-from a2a.models import Message, Suspension, Task
+from a2a.formats import pause_facts, text_of, ts
+from a2a.models import Message, Task
 
 TITLE_CHARS = 120
 STATUS_TEXT_CHARS = 500
-
-
-def text_of(parts: list[dict[str, Any]] | None) -> str:
-    return " ".join(p["text"] for p in parts or [] if p.get("kind") == "text").strip()
-
-
-def pause_of(s: Suspension | None) -> dict[str, Any] | None:
-    if s is None:
-        return None
-    timeout = (s.conditions or {}).get("timeout") or {}
-    return {
-        "handle": s.handle,
-        "initiator": s.initiator,
-        "reason": s.reason,
-        "mode": s.mode or None,
-        "pausedAt": ts(s.suspended_at),
-        "requestedBy": s.requested_by,
-        "conditions": s.conditions,
-        "deadline": ts(s.deadline),
-        "onTimeout": timeout.get("onTimeout") if timeout else None,
-        "summary": s.summary or None,
-    }
 
 
 def task_entry(
@@ -64,7 +42,7 @@ def task_entry(
             if artifacts is not None
             else previous.get("summaries", {}).get("artifacts", 0),
         },
-        "pause": pause_of(task.current_suspension),
+        "pause": pause_facts(task.current_suspension),
     }
 
 

@@ -23,8 +23,12 @@ from rest_framework import serializers
 from a2a import jsonsafe
 from a2a.auth import Principal, Unauthenticated, authenticate
 from a2a.models import TaskEvent
+from a2a.protocol import dialects, settle, wire10
+from a2a.protocol import stream as streaming
+from a2a.protocol.methods import METHODS, Call
+from a2a.protocol.params import flatten_errors
 
-from . import dialects, settle, streaming, wire10
+from . import sse
 from .errors import (
     CONTENT_TYPE_NOT_SUPPORTED,
     INTERNAL_ERROR,
@@ -37,8 +41,6 @@ from .errors import (
     from_domain,
     invalid_params,
 )
-from .methods import METHODS, Call
-from .params import flatten_errors
 
 log = logging.getLogger(__name__)
 
@@ -227,7 +229,7 @@ async def endpoint(request: HttpRequest):
         return _response(rpc_id, error=outcome, version=version)
     if isinstance(outcome, streaming.StreamPlan):
         wrap = wire10.stream_event if version == "1.0" else None
-        return _sse(streaming.stream(outcome, rpc_id, call.dialect, wrap=wrap))
+        return _sse(sse.stream(outcome, rpc_id, call.dialect, wrap=wrap))
     if _blocking(name, params) and isinstance(outcome, dict) and "id" in outcome:
         await settle.until_settled(outcome["id"])
         outcome = await _run_in_thread_reread(name, params, call, outcome["id"])
@@ -241,7 +243,7 @@ async def endpoint(request: HttpRequest):
 def _reread(name: str, params: dict, call: Call, task_id: str) -> Any:
     """The task again after a blocking send settled (same history length as asked), or
     the agent's message when it answered with a message rather than a task."""
-    from .methods import _task_dict
+    from a2a.protocol.methods import _task_dict
 
     history = (params.get("configuration") or {}).get("historyLength")
     try:

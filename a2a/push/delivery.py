@@ -45,9 +45,9 @@ from django.db.models import F, OuterRef, Q, Subquery
 from django.db.models.fields.json import KT
 from django.utils import timezone
 
-from a2a.jsonrpc import streaming
 from a2a.lifecycle import Dialect
 from a2a.models import TaskEvent
+from a2a.protocol import stream as streaming
 
 from . import addresses
 from .models import PushConfig, PushDelivery
@@ -308,7 +308,7 @@ def render(config: PushConfig, event_id: int) -> dict[str, Any] | None:
         return None
     item = streaming.on_the_wire(items[0][1])
     if config.version == PushConfig.Version.V10:
-        from a2a.jsonrpc import wire10
+        from a2a.protocol import wire10
 
         return wire10.stream_event(item)
     return item

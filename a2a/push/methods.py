@@ -1,6 +1,6 @@
 """JSON-RPC methods for push notification configs, in the 0.3 and 1.0 wire shapes.
 
-Registered into a2a.jsonrpc.methods.METHODS by PushAppConfig.ready(). Handlers take
+Registered into a2a.protocol.methods.METHODS by PushAppConfig.ready(). Handlers take
 validated params and answer wire dicts; domain errors (TaskNotFound and ConfigNotFound:
 -32001, ValidationFailed: -32602) are mapped by the view.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from a2a.jsonrpc.methods import Call, Method
+from a2a.protocol.methods import Call, Method
 
 from . import params as p
 from . import services

@@ -13,8 +13,8 @@ from typing import Any
 
 from rest_framework import serializers
 
-from a2a.jsonrpc.fields import AnyJSONField, ObjectField, StrictCharField, StrictIntegerField
-from a2a.jsonrpc.params import ID_LENGTH, TaskRefMixin
+from a2a.fields import AnyJSONField, ObjectField, StrictCharField, StrictIntegerField
+from a2a.protocol.params import ID_LENGTH, TaskRefMixin
 
 from . import addresses
 

@@ -18,15 +18,15 @@ from django.db.models import Max
 from django.utils import timezone
 
 from a2a.errors import TaskNotFound, ValidationFailed
-from a2a.jsonrpc.params import flatten_errors
 from a2a.models import Task, TaskEvent
+from a2a.protocol.params import flatten_errors
 from a2a.services import Actor
 
 from . import params
 from .models import PushConfig
 
 if TYPE_CHECKING:
-    from a2a.jsonrpc.methods import Call
+    from a2a.protocol.methods import Call
 
 INLINE_FIELD = {"0.3": "pushNotificationConfig", "1.0": "taskPushNotificationConfig"}
 
@@ -221,7 +221,7 @@ def attach_inline(
 
 
 def send_hook(configuration: dict[str, Any], call: Call) -> Callable[[str], PushConfig] | None:
-    """a2a.jsonrpc.methods.SEND_HOOKS entry: an inline config is checked before the
+    """a2a.protocol.methods.SEND_HOOKS entry: an inline config is checked before the
     message is delivered (a bad one refuses the request, nothing written) and stored with
     the delivery, in its transaction."""
     config = configuration.get(INLINE_FIELD[call.version])

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from a2a import services
-from a2a.jsonrpc.dialects import BINDU_EXTENSION_URI
+from a2a.protocol.dialects import BINDU_EXTENSION_URI
 from tests.conftest import AGENT
 
 pytestmark = pytest.mark.django_db(transaction=True)

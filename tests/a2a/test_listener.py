@@ -1,4 +1,4 @@
-"""streaming.Listener against a channel layer that misbehaves the way redis-py does.
+"""notify.Listener against a channel layer that misbehaves the way redis-py does.
 
 Found by CI: when a client hung up while its stream waited on Redis, redis-py turned the
 cancelled read into its own TimeoutError, asyncio.wait_for never retrieved it, and asyncio
@@ -13,7 +13,7 @@ import logging
 
 import pytest
 
-from a2a.jsonrpc import streaming
+from a2a import notify
 
 
 class RedisLikeLayer:
@@ -44,8 +44,8 @@ class RedisLikeLayer:
         return {}
 
 
-def _listener(layer: RedisLikeLayer) -> streaming.Listener:
-    listener = streaming.Listener("a2a-task-x")
+def _listener(layer: RedisLikeLayer) -> notify.Listener:
+    listener = notify.Listener("a2a-task-x")
     listener.layer = layer
     return listener
 
@@ -69,7 +69,7 @@ async def test_a_waiter_cancelled_mid_receive_leaves_nothing_unretrieved(caplog)
 
 @pytest.mark.asyncio
 async def test_a_hung_layer_costs_a_bounded_join_and_leave(monkeypatch):
-    monkeypatch.setattr(streaming, "LAYER_CALL_SECONDS", 0.05)
+    monkeypatch.setattr(notify, "LAYER_CALL_SECONDS", 0.05)
     layer = RedisLikeLayer()
     layer.hang_groups = True
     listener = _listener(layer)

@@ -38,8 +38,9 @@ import httpx
 import pytest
 import redis
 
-from a2a.jsonrpc.streaming import STATUS_KINDS, group_name
 from a2a.models import TaskEvent
+from a2a.notify import group_name
+from a2a.protocol.stream import STATUS_KINDS
 from agui.projector import VIEW_GROUP
 from tests.agui.test_websocket import Client, version_of
 from tests.conftest import Rpc, start_daphne, stop_daphne

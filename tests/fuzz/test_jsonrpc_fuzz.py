@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from a2a.jsonrpc.methods import METHODS
+from a2a.protocol.methods import METHODS
 from tests.fuzz import support
 from tests.fuzz.conftest import STATES
 from tests.fuzz.support import Raw, Ref, encode, fuzz_settings, strings

@@ -17,9 +17,9 @@ import uuid
 import pytest
 
 from a2a import services
-from a2a.jsonrpc.streaming import STATUS_KINDS
-from a2a.jsonrpc.wire10 import STATE_10
 from a2a.models import Artifact, Message, Task, TaskEvent
+from a2a.protocol.stream import STATUS_KINDS
+from a2a.protocol.wire10 import STATE_10
 from tests.conftest import CLIENT
 from tests.runtime.conftest import wait_for, wait_idle, wait_state
 

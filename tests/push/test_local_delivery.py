@@ -15,8 +15,9 @@ from django_tasks_db.models import DBTaskResult
 
 from a2a import services
 from a2a.errors import ValidationFailed
-from a2a.jsonrpc import streaming, wire10
 from a2a.lifecycle import Dialect
+from a2a.protocol import stream as streaming
+from a2a.protocol import wire10
 from a2a.push import delivery
 from a2a.push import services as push
 from a2a.push.models import PushConfig, PushDelivery

@@ -11,8 +11,9 @@ import pytest
 from django.db import transaction
 
 from a2a import services
-from a2a.jsonrpc import streaming, wire10
 from a2a.lifecycle import Dialect
+from a2a.protocol import stream as streaming
+from a2a.protocol import wire10
 from a2a.push import services as push
 from a2a.push.models import PushDelivery
 from tests.conftest import CLIENT

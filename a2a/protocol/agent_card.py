@@ -15,8 +15,8 @@ from django.utils.http import http_date
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_safe
 
-from a2a.jsonrpc.dialects import BINDU_EXTENSION_URI, PAUSE_EXTENSION_URI
 from a2a.models import Suspension
+from a2a.protocol.dialects import BINDU_EXTENSION_URI, PAUSE_EXTENSION_URI
 from a2a.runtime import registry
 
 PROTOCOL_VERSION = "0.3.0"

@@ -5,22 +5,15 @@ Rule 5 of ARCHITECTURE.md: wire formats live here, at the edge; the core speaks 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
+from a2a.formats import pause_facts, ts
 from a2a.lifecycle import PAUSED, Dialect
 from a2a.models import Artifact, Message, Suspension, Task
 from a2a.selectors import TaskView
 
 BINDU_SUSPENDED = "suspended"
 BINDU_RESUMED = "resumed"
-
-
-def ts(value: datetime | None) -> str | None:
-    """ISO 8601 in UTC with milliseconds and a Z, as A2A examples write it."""
-    if value is None:
-        return None
-    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def message(m: Message, task: Task) -> dict[str, Any]:
@@ -51,19 +44,10 @@ def artifact(a: Artifact) -> dict[str, Any]:
 
 
 def pause_info(s: Suspension) -> dict[str, Any]:
-    """The RFC's paused-update fields for an open suspension."""
-    timeout = (s.conditions or {}).get("timeout") or {}
-    return {
-        "handle": s.handle,
-        "initiator": s.initiator,
-        "reason": s.reason,
-        "mode": s.mode or None,
-        "pausedAt": ts(s.suspended_at),
-        "conditions": s.conditions,
-        "deadline": ts(s.deadline),
-        "onTimeout": timeout.get("onTimeout") if timeout else None,
-        "summary": s.summary or None,
-    }
+    """The RFC's paused-update fields for an open suspension: the shared pause facts
+    without who asked (an API client sees the pause, not another caller's identity)."""
+    facts = pause_facts(s) or {}
+    return {k: v for k, v in facts.items() if k != "requestedBy"}
 
 
 def checkpoint(view: TaskView, s: Suspension) -> dict[str, Any]:

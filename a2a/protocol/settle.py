@@ -16,9 +16,8 @@ from django.conf import settings
 
 from a2a.lifecycle import PAUSED, TERMINAL, WAITING_FOR_INPUT
 from a2a.models import Task
+from a2a.notify import Listener, group_name
 from a2a.runtime.models import RunLease
-
-from .streaming import Listener, group_name
 
 STOPPED = TERMINAL | WAITING_FOR_INPUT | PAUSED
 POLL = 0.1

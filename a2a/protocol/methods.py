@@ -22,7 +22,8 @@ from a2a.models import Task
 from a2a.runtime import registry
 
 from . import params as p
-from . import streaming, wire, wire10
+from . import stream as streaming
+from . import wire, wire10
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,7 @@ from typing import Any
 from rest_framework import serializers
 
 from a2a.conditions import parse_conditions
-from a2a.lifecycle import State
-from a2a.models import Suspension
-from a2a.validation import ValidationFailed
-
-from .fields import (
+from a2a.fields import (
     AnyJSONField,
     ObjectField,
     StrictBooleanField,
@@ -23,6 +19,9 @@ from .fields import (
     StrictIntegerField,
     StrictSerializer,
 )
+from a2a.lifecycle import State
+from a2a.models import Suspension
+from a2a.validation import ValidationFailed
 
 MAX_TEXT = 20_000
 ID_LENGTH = 128

@@ -1,0 +1,170 @@
+"""A task's events as A2A stream items (message/stream, tasks/resubscribe, push bodies).
+
+The TaskEvent log is the stream: every item carries its TaskEvent id, so a client that
+reconnects with a cursor (`Last-Event-ID`, `metadata.lastEventId`) gets exactly what it
+missed, in order. Events of one task are appended under its row lock, so their ids grow in
+commit order and a cursor never skips one. The bindings frame these items (JSON-RPC: SSE
+with a JSON-RPC envelope; `a2a.jsonrpc.sse`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from a2a.errors import TaskNotFound
+from a2a.formats import ts
+from a2a.lifecycle import PAUSED, TERMINAL, Dialect, State
+from a2a.models import Artifact, Message, Task, TaskEvent
+from a2a.selectors import get_task
+
+from . import wire
+
+# Events that change what a subscriber sees; "created" is covered by the first Task event.
+STATUS_KINDS = {
+    "started",
+    "input_requested",
+    "input_provided",
+    "paused",
+    "parked",
+    "resumed",
+    "timed_out",
+    "completed",
+    "failed",
+    "rejected",
+    "canceled",
+}
+# A stream ends after the event that moves a task to one of these states: the task is
+# over, or its turn is (the client answers with a new request, as A2A clients expect).
+FINAL_STATES = TERMINAL | {State.INPUT_REQUIRED, State.AUTH_REQUIRED}
+
+
+@dataclass(frozen=True)
+class StreamPlan:
+    """What a streaming method asks the view to stream."""
+
+    task_id: str
+    cursor: int  # stream events with a larger id
+    first: dict[str, Any] | None  # the Task event sent first, or None on a resumed stream
+    # Subscriptions end only when the task ends; a message stream ends with its turn
+    # (input-required / auth-required too), as A2A clients expect.
+    until_terminal: bool = False
+
+    def ends_at(self, state: str) -> bool:
+        return state in (TERMINAL if self.until_terminal else FINAL_STATES)
+
+
+def plan(
+    task_id: str, dialect: Dialect, last_event_id: int | None, *, until_terminal: bool = False
+) -> StreamPlan:
+    """The task first, then the cursor at the last event the snapshot includes (events of a
+    task carry its version, and versions grow in commit order): nothing is sent twice (an
+    artifact append sent again would double its part) and nothing is lost."""
+    if last_event_id is not None:
+        if not Task.objects.filter(pk=task_id).exists():
+            raise TaskNotFound(task_id)
+        return StreamPlan(task_id, last_event_id, None, until_terminal)
+    view = get_task(task_id)
+    cursor = (
+        TaskEvent.objects.filter(task_id=task_id, task_version__lte=view.task.version)
+        .order_by("-id")
+        .values_list("id", flat=True)
+        .first()
+    ) or 0
+    first = wire.task(view, dialect)
+    return StreamPlan(task_id, cursor, first, until_terminal)
+
+
+def _status_metadata(event: TaskEvent) -> dict[str, Any] | None:
+    data = event.data or {}
+    if event.kind in ("paused", "parked"):
+        return {
+            "state": event.to_state,
+            "handle": data.get("handle"),
+            "reason": event.reason,
+            "initiator": data.get("initiator"),
+            "pausedAt": ts(event.created_at),
+            "conditions": data.get("conditions"),
+            "deadline": data.get("deadline"),
+        }
+    if event.kind == "resumed":
+        return {
+            "state": event.to_state,
+            "previousState": event.from_state,
+            "cause": data.get("cause"),
+            "hadResumeInput": data.get("hadResumeInput"),
+            "continueTranscript": data.get("continueTranscript"),
+            "resumedAt": ts(event.created_at),
+        }
+    return None
+
+
+def events_after(
+    task_id: str, cursor: int, dialect: Dialect, limit: int = 200
+) -> list[tuple[int, dict[str, Any], bool]]:
+    """(event id, A2A event, final) for the task's events after `cursor`; three queries."""
+    events = list(TaskEvent.objects.filter(task_id=task_id, id__gt=cursor).order_by("id")[:limit])
+    if not events:
+        return []
+    task = Task.objects.get(pk=task_id)
+    seqs = {e.data.get("messageSeq") for e in events if e.data.get("messageSeq")}
+    messages = {m.seq: m for m in Message.objects.filter(task_id=task_id, seq__in=seqs)}
+    artifact_ids = {e.data.get("artifactId") for e in events if e.kind == "artifact_added"}
+    artifacts = {
+        a.artifact_id: a
+        for a in Artifact.objects.filter(task_id=task_id, artifact_id__in=artifact_ids)
+    }
+    out: list[tuple[int, dict[str, Any], bool]] = []
+    for e in events:
+        if e.kind == "artifact_added":
+            a = artifacts.get(e.data.get("artifactId"))
+            if a is None:
+                continue
+            body = wire.artifact(a)
+            start = e.data.get("partsFrom", 0)
+            count = e.data.get("partsCount", len(a.parts) - start)
+            body["parts"] = a.parts[start : start + count]  # only what this event added
+            item = {
+                "kind": "artifact-update",
+                "taskId": task.id,
+                "contextId": task.context_id,
+                "artifact": body,
+                "append": bool(e.data.get("append")),
+                "lastChunk": False,
+            }
+            out.append((e.pk, item, False))
+            continue
+        is_status = e.kind in STATUS_KINDS
+        is_agent_text = e.kind == "message_added" and e.data.get("role") == "agent"
+        if not (is_status or is_agent_text):
+            continue
+        state = e.to_state
+        shown = wire.BINDU_SUSPENDED if dialect is Dialect.BINDU and state in PAUSED else state
+        status: dict[str, Any] = {"state": shown, "timestamp": ts(e.created_at)}
+        msg = messages.get(e.data.get("messageSeq"))
+        if msg is not None and msg.role == "agent":
+            status["message"] = wire.message(msg, task)
+        final = state in FINAL_STATES
+        item = {
+            "kind": "status-update",
+            "taskId": task.id,
+            "contextId": task.context_id,
+            "status": status,
+            "final": final,
+            "_state": state,  # the stored state (Bindu shows "suspended"); dropped on send
+        }
+        meta = _status_metadata(e)
+        if meta is not None:
+            item["metadata"] = meta
+        out.append((e.pk, item, final))
+    return out
+
+
+def view_state(task_dict: dict[str, Any]) -> str:
+    state = task_dict["status"]["state"]
+    return State.PAUSED_BY_CLIENT if state == wire.BINDU_SUSPENDED else state
+
+
+def on_the_wire(item: dict[str, Any]) -> dict[str, Any]:
+    """A stream item as clients see it: without the internal `_state`."""
+    return {k: v for k, v in item.items() if k != "_state"}
