@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 
 from a2a import jsonsafe, services
 from a2a.auth import ApiKeyAuthentication, Principal, has_scope
+from a2a.errors import ValidationFailed
 from a2a.fields import ObjectField, StrictCharField
 
 
@@ -30,19 +31,10 @@ class StorableJSONParser(JSONParser):
 
 
 class EventSerializer(serializers.Serializer):
+    """The wire shape only; what a name or payload may hold is the service's rule."""
+
     name = StrictCharField(max_length=200)
     payload = ObjectField(required=False, default=dict)
-
-    def validate_name(self, value: str) -> str:
-        if not value.strip() or any(ch.isspace() for ch in value):
-            raise serializers.ValidationError("must be non-empty and contain no spaces")
-        return value
-
-    def validate_payload(self, value: dict) -> dict:
-        if (found := jsonsafe.problem(value)) is not None:
-            where = f"{found.path} " if found.path else ""
-            raise serializers.ValidationError(f"{where}{found.why}; it cannot be stored")
-        return value
 
 
 class EventsView(APIView):
@@ -57,9 +49,12 @@ class EventsView(APIView):
             actor = request.auth.actor
         else:
             actor = services.Actor("operator", request.user.get_username())
-        event = services.emit_event(
-            serializer.validated_data["name"], serializer.validated_data["payload"], actor=actor
-        )
+        try:
+            event = services.emit_event(
+                serializer.validated_data["name"], serializer.validated_data["payload"], actor=actor
+            )
+        except ValidationFailed as exc:
+            return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
         return Response(
             {"id": event.pk, "name": event.name, "woke": event.woke},
             status=status.HTTP_201_CREATED,

@@ -160,3 +160,47 @@ def decision_of(request: dict[str, Any], values: dict[str, Any]) -> str:
         if field.get("type") == "approval" and isinstance(values.get(field["name"]), dict):
             return "approved" if values[field["name"]]["decision"] == "approve" else "rejected"
     return "provided"
+
+
+_YES = {"yes", "y", "true", "1", "on"}
+_DECISION_WORDS = {"approve": "approve", "approved": "approve", "yes": "approve", "ok": "approve",
+                   "reject": "reject", "rejected": "reject", "no": "reject"}  # fmt: skip
+_NO = {"no", "n", "false", "0", "off"}
+
+
+def values_from_text(request: dict[str, Any], text: str) -> dict[str, Any]:
+    """The values a plain-text answer gives, for clients that can only type (an editor's
+    prompt box, a chat): a request without fields takes any text; a request with exactly
+    one field takes the text as that field's value ("approve: looks good" for an approval,
+    "yes"/"no" for a boolean, a number, one of the options). Several fields need a
+    structured answer. The result still goes through `validate_values`."""
+    fields = request.get("fields") or []
+    if not fields:
+        return {}
+    if len(fields) != 1:
+        names = ", ".join(f["name"] for f in fields)
+        why = f"this request has {len(fields)} fields ({names}); answer with a DataPart of "
+        raise ValidationFailed({"": [why + f"type {RESPONSE_TYPE}"]})
+    field = fields[0]
+    kind, value = field["type"], text.strip()
+    converted: Any = value
+    if kind == "text":
+        converted = text
+    elif kind == "number":
+        try:
+            converted = float(value)
+        except ValueError:
+            converted = value  # validate_values names the problem
+    elif kind == "integer":
+        converted = int(value) if value.lstrip("+-").isdigit() and len(value) < 19 else value
+    elif kind == "boolean":
+        low = value.lower()
+        converted = True if low in _YES else False if low in _NO else value
+    elif kind == "enum":
+        options = field.get("options") or []
+        converted = next((o for o in options if str(o) == value), value)
+    elif kind == "approval":
+        head, _, comment = value.partition(":") if ":" in value else value.partition(" ")
+        decision = _DECISION_WORDS.get(head.strip().lower(), head.strip())
+        converted = {"decision": decision, "comment": comment.strip()}
+    return {field["name"]: converted}

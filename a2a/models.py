@@ -26,6 +26,14 @@ class Task(models.Model):
     """One A2A task. `version` grows by one with every change, so readers can tell
     whether what they hold is current without comparing every field."""
 
+    class Origin(models.TextChoices):
+        """The door a task came in by (the dashboard shows it)."""
+
+        A2A = "a2a", "A2A"
+        AGUI = "agui", "AG-UI"
+        ACP = "acp", "ACP session"
+        DASHBOARD = "dashboard", "Dashboard"
+
     id = models.CharField(primary_key=True, max_length=64, default=new_id, editable=False)
     context_id = models.CharField(max_length=128, db_index=True)
     skill = models.CharField(max_length=64, blank=True, default="")
@@ -49,6 +57,11 @@ class Task(models.Model):
     created_by = models.CharField(max_length=150, blank=True, default="")
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField(db_index=True)
+    # Where it came from: the door, that door's own reference (an ACP session id, an AG-UI
+    # thread id) and a title to show for it (an ACP session's title); blank when unknown.
+    origin = models.CharField(max_length=16, choices=Origin.choices, blank=True, default="")
+    origin_ref = models.CharField(max_length=128, blank=True, default="")
+    origin_title = models.CharField(max_length=200, blank=True, default="")
 
     class Meta:
         permissions = [("operate_task", "Can pause, resume, cancel and answer tasks")]

@@ -16,6 +16,11 @@ class ValidationFailed(Exception):
         first = next(iter(errors.items()), ("", [""]))
         super().__init__(f"{first[0]}: {first[1][0]}" if first[0] else first[1][0])
 
+    def renamed(self, names: dict[str, str]) -> ValidationFailed:
+        """The same errors with top-level paths renamed, for a door whose wire names a
+        value differently (the service's `skill` is A2A's `metadata.skill`)."""
+        return ValidationFailed({names.get(k, k): v for k, v in self.errors.items()})
+
     def prefixed(self, prefix: str) -> ValidationFailed:
         """The same errors under `prefix` (e.g. "conditions" -> "conditions.timeout")."""
         return ValidationFailed(

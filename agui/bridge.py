@@ -16,15 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ag_ui.core import RunAgentInput
-from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from a2a import services
 from a2a.errors import NotAllowedNow, StaleHandle, TaskNotFound, ValidationFailed
 from a2a.input_requests import RESPONSE_TYPE
-from a2a.lifecycle import TERMINAL, State, TransitionRefused
+from a2a.lifecycle import TransitionRefused
 from a2a.models import Task
-from a2a.runtime import registry
 from agui.models import AguiRun, AguiThread, Interrupt
 from agui.projector import CURRENT_RUN
 
@@ -58,11 +56,12 @@ def _user_text(run: RunAgentInput) -> str | None:
     return None
 
 
-def _skill(run: RunAgentInput) -> str:
+def _skill(run: RunAgentInput) -> str | None:
+    """The skill asked for in `forwardedProps.skill` (checked by the services)."""
     props = run.forwarded_props if isinstance(run.forwarded_props, dict) else {}
-    skill = props.get("skill") or settings.TASKDECK["DEFAULT_SKILL"]
-    if registry.get(skill) is None:
-        raise RunRefused(f"unknown skill {skill!r} in forwardedProps.skill", "invalid_input")
+    skill = props.get("skill")
+    if skill is not None and not isinstance(skill, str):
+        raise RunRefused("forwardedProps.skill must be a string", "invalid_input")
     return skill
 
 
@@ -75,8 +74,7 @@ def _answer(interrupt: Interrupt, entry, actor: services.Actor) -> None:
         values = entry.payload if entry.payload is not None else {}
         if not isinstance(values, dict):
             raise ValidationFailed({"payload": ["must be an object of field name: value"]})
-        services.add_message(
-            interrupt.task_id,
+        services.receive_message(
             services.IncomingMessage(
                 message_id=str(uuid.uuid4()),
                 parts=[
@@ -91,6 +89,7 @@ def _answer(interrupt: Interrupt, entry, actor: services.Actor) -> None:
                 ],
             ),
             actor=actor,
+            task_id=interrupt.task_id,
         )
     else:
         services.resume_task(
@@ -159,24 +158,22 @@ def _start(run: RunAgentInput, actor: services.Actor) -> RunPlan:
         message = services.IncomingMessage(
             message_id=str(uuid.uuid4()), parts=[{"kind": "text", "text": text}]
         )
-        current = Task.objects.filter(pk=thread.task_id).first() if thread.task_id else None
-        if current is not None and current.state in (State.SUBMITTED, State.WORKING):
-            services.add_message(current.id, message, actor=actor)
-            task_id = current.id
-        else:
-            if current is not None and current.state not in TERMINAL:
-                raise RunRefused(
-                    f"the thread's task is {current.state}; resume or cancel it first",
-                    "conflict",
-                )
-            skill = _skill(run)
-            task_id = services.create_task(
+        skill = _skill(run)
+        try:
+            task_id = services.receive_message(
                 message,
                 actor=actor,
-                skill=skill,
+                task_id=thread.task_id,
                 context_id=thread.context_id,
-                metadata={"skill": skill},
-            ).id
+                skill=skill,
+                metadata={"skill": skill} if skill else None,
+                origin=services.Origin(Task.Origin.AGUI, run.thread_id),
+                after_end="new_task",
+            ).task.id
+        except ValidationFailed as exc:
+            detail = "; ".join(f"{k}: {v[0]}" if k else v[0] for k, v in exc.errors.items())
+            where = "forwardedProps.skill" if "skill" in exc.errors else "the message"
+            raise RunRefused(f"{where} was refused: {detail}", "invalid_input") from None
         thread.task_id = task_id
         thread.save(update_fields=["task"])
     AguiRun.objects.create(run_id=run.run_id, thread=thread, task_id=task_id)

@@ -23,6 +23,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
+from a2a.event_kinds import EventKind, is_agent_text
 from a2a.formats import pause_facts, text_of, ts
 from a2a.models import Message, Task, TaskEvent
 from agui import view
@@ -112,7 +113,7 @@ def on_task_event(event: TaskEvent) -> None:
 
     last_interrupt = _interrupts(event, task, batch, ops)
     status_message = _status_message(task)
-    artifacts = task.artifacts.count() if event.kind == "artifact_added" else None
+    artifacts = task.artifacts.count() if event.kind == EventKind.ARTIFACT_ADDED else None
     entry = view.task_entry(
         task,
         status_message=status_message,
@@ -130,7 +131,7 @@ def on_task_event(event: TaskEvent) -> None:
         ops[:0] = _prefixed(jsonpatch.make_patch(previous, entry).patch, path)
     if ops:
         batch.add("STATE_DELTA", _dump(StateDeltaEvent(delta=ops)))
-    if event.kind == "message_added" and event.data.get("role") == "agent":
+    if is_agent_text(event.kind, event.data):
         msg = Message.objects.filter(task=task, seq=event.data.get("messageSeq")).first()
         if msg is not None and text_of(msg.parts):
             batch.add(
@@ -161,7 +162,7 @@ def _interrupts(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> str |
     """Open, move on or close the interrupts this event touches; returns a new
     lastInterruptId when an input request opens."""
     kind, data, at = event.kind, event.data or {}, event.created_at
-    if kind == "input_requested":
+    if kind == EventKind.INPUT_REQUESTED:
         iid = f"input-{task.id}-{data['number']}"
         request = task.input_request or {}
         explanation = ""
@@ -194,7 +195,7 @@ def _interrupts(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> str |
             }
         )
         return iid
-    if kind == "input_provided":
+    if kind == EventKind.INPUT_PROVIDED:
         for interrupt in _open(task, Interrupt.Kind.INPUT_REQUEST):
             if interrupt.request_id and interrupt.request_id != data.get("requestId"):
                 continue
@@ -210,7 +211,7 @@ def _interrupts(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> str |
                 },
             )
             interrupt.save(update_fields=["content", "pending", "resolved_at"])
-    if kind in ("paused", "parked"):
+    if kind in (EventKind.PAUSED, EventKind.PARKED):
         if data.get("supersedes"):
             for interrupt in Interrupt.objects.filter(interrupt_id=data["supersedes"]):
                 _close(interrupt, batch, None, at)
@@ -227,11 +228,18 @@ def _interrupts(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> str |
             created_at=at,
         )
         batch.activity_snapshot(interrupt)
-    if kind in ("resumed", "timed_out", "canceled", "completed", "failed", "rejected"):
+    if kind in (
+        EventKind.RESUMED,
+        EventKind.TIMED_OUT,
+        EventKind.CANCELED,
+        EventKind.COMPLETED,
+        EventKind.FAILED,
+        EventKind.REJECTED,
+    ):
         for interrupt in _open(task, Interrupt.Kind.PAUSE):
             stage = {"resumed": "resumed", "timed_out": "timed_out"}.get(kind, "canceled")
             changes: dict[str, Any] = {"stage": stage, "endedAt": ts(at)}
-            if kind == "resumed":
+            if kind == EventKind.RESUMED:
                 changes.update(
                     cause=data.get("cause"),
                     hadResumeInput=data.get("hadResumeInput"),
@@ -240,7 +248,7 @@ def _interrupts(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> str |
             _close(interrupt, batch, None, at)
             batch.activity_change(interrupt, changes)
             interrupt.save(update_fields=["content", "pending", "resolved_at"])
-    if kind in ("completed", "failed", "rejected", "canceled"):
+    if kind in (EventKind.COMPLETED, EventKind.FAILED, EventKind.REJECTED, EventKind.CANCELED):
         for interrupt in _open(task, Interrupt.Kind.INPUT_REQUEST):  # never answered
             _close(interrupt, batch, ops, at)
             batch.activity_change(interrupt, {"stage": "withdrawn", "decision": None})
@@ -248,7 +256,7 @@ def _interrupts(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> str |
         for interrupt in Interrupt.objects.filter(
             task=task, kind=Interrupt.Kind.INPUT_REQUEST, content__stage="working"
         ):
-            final = "completed" if kind == "completed" else kind
+            final = "completed" if kind == EventKind.COMPLETED else kind
             batch.activity_change(interrupt, {"stage": final})
             interrupt.save(update_fields=["content"])
     return None

@@ -47,6 +47,7 @@ from pydantic import ValidationError
 
 from a2a import jsonsafe, services
 from a2a.auth import Unauthenticated, authenticate
+from a2a.event_kinds import EventKind
 from a2a.lifecycle import PAUSED, State
 from a2a.models import Task
 from a2a.notify import Listener, group_name
@@ -99,7 +100,9 @@ def _ending(task_id: str) -> tuple[str, dict, list[Interrupt], str, str]:
     task = Task.objects.select_related("status_message").get(pk=task_id)
     snapshot = selectors.snapshot(bridge.thread_task_ids(task.context_id))
     pending = list(Interrupt.objects.filter(task_id=task_id, pending=True))
-    failure = task.events.filter(kind__in=["failed", "rejected", "timed_out"]).last()
+    failure = task.events.filter(
+        kind__in=[EventKind.FAILED, EventKind.REJECTED, EventKind.TIMED_OUT]
+    ).last()
     text = ""
     if task.status_message is not None:
         text = " ".join(p.get("text", "") for p in task.status_message.parts)

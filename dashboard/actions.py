@@ -182,7 +182,7 @@ def answer(user, task_id: str, *, request_id: str, values: dict[str, Any], summa
         metadata={"via": "taskdeck-dashboard"},
     )
     try:
-        services.add_message(task_id, message, actor=actor_of(user))
+        services.receive_message(message, actor=actor_of(user), task_id=task_id)
     except ValidationFailed as exc:
         errors = field_errors(exc.errors)
         return refuse(user, "answer", task_id, explain(exc), reason=summary, errors=errors)
@@ -209,9 +209,13 @@ def start_demo(user, skill: str, text: str, metadata: dict[str, Any]) -> tuple[R
     message = services.IncomingMessage(
         message_id=f"demo-{uuid.uuid4()}", parts=[{"kind": "text", "text": text}]
     )
-    task = services.create_task(
-        message, actor=actor_of(user), skill=skill, metadata={"skill": skill, **metadata}
-    )
+    task = services.receive_message(
+        message,
+        actor=actor_of(user),
+        skill=skill,
+        metadata={"skill": skill, **metadata},
+        origin=services.Origin(Task.Origin.DASHBOARD),
+    ).task
     audit(user, "start", task.id, ok=True, detail=f"started {skill} demo: {text}")
     return Result(True, f"started {skill}: {text}"), task
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from a2a.event_kinds import EventKind
 from a2a.models import Artifact, Message, Suspension, Task, TaskEvent
 from agui.models import Interrupt
 
@@ -20,13 +21,13 @@ CAUSES = {
     "external_event": "the awaited event arrived",
 }
 STATE_EVENTS = {
-    "created": "Created",
-    "started": "Started",
-    "completed": "Completed",
-    "failed": "Failed",
-    "rejected": "Rejected",
-    "canceled": "Canceled",
-    "timed_out": "Timed out",
+    EventKind.CREATED: "Created",
+    EventKind.STARTED: "Started",
+    EventKind.COMPLETED: "Completed",
+    EventKind.FAILED: "Failed",
+    EventKind.REJECTED: "Rejected",
+    EventKind.CANCELED: "Canceled",
+    EventKind.TIMED_OUT: "Timed out",
 }
 
 
@@ -63,7 +64,7 @@ def _merge(run: Entry, entry: Entry, ev: TaskEvent) -> Entry:
     run.count += 1
     run.at = entry.at
     updates = dict(run.details)
-    if entry.kind == "progress":
+    if entry.kind == EventKind.PROGRESS:
         updates["progress"] = entry.details[0][1]
     else:
         name = entry.title.removeprefix("Artifact ").removesuffix(" extended")
@@ -179,7 +180,7 @@ def _entry(ev: TaskEvent, by_seq, by_handle, by_artifact, requests) -> Entry | N
     base = {"at": ev.created_at, "actor": ev.actor, "state": ev.to_state if changed else ""}
     kind = ev.kind
     msg = by_seq.get(data.get("messageSeq"))
-    if kind == "message_added":
+    if kind == EventKind.MESSAGE_ADDED:
         role = data.get("role", "user")
         text = text_of(msg.parts if msg else None)
         extra = _data_summary(msg.parts if msg else None)
@@ -192,13 +193,13 @@ def _entry(ev: TaskEvent, by_seq, by_handle, by_artifact, requests) -> Entry | N
     if kind in STATE_EVENTS:
         text = text_of(msg.parts if msg else None)
         details = [("reason", ev.reason)] if ev.reason and ev.reason != text else []
-        if kind == "canceled" and data.get("withdrawnRequestId"):
+        if kind == EventKind.CANCELED and data.get("withdrawnRequestId"):
             details.append(("withdrew request", data["withdrawnRequestId"]))
         title = STATE_EVENTS[kind]
         return Entry(kind="state", title=title, text=text[:TEXT_CHARS], details=details, **base)
-    if kind in ("paused", "parked"):
+    if kind in (EventKind.PAUSED, EventKind.PARKED):
         s = by_handle.get(data.get("handle"))
-        who = "Paused by the agent (parked)" if kind == "parked" else "Paused"
+        who = "Paused by the agent (parked)" if kind == EventKind.PARKED else "Paused"
         details = [("reason", ev.reason or "—")]
         if s is not None:
             if s.mode:
@@ -213,7 +214,7 @@ def _entry(ev: TaskEvent, by_seq, by_handle, by_artifact, requests) -> Entry | N
         if data.get("supersedes"):
             details.append(("holds", "the agent's own wait (its conditions stop firing)"))
         return Entry(kind="pause", title=who, details=details, **base)
-    if kind == "resumed":
+    if kind == EventKind.RESUMED:
         details = [("cause", CAUSES.get(data.get("cause"), data.get("cause") or ""))]
         s = by_handle.get(data.get("handle"))
         if data.get("hadResumeInput") and s is not None:
@@ -223,7 +224,7 @@ def _entry(ev: TaskEvent, by_seq, by_handle, by_artifact, requests) -> Entry | N
         if ev.reason:
             details.append(("note", ev.reason))
         return Entry(kind="resume", title="Resumed", details=details, **base)
-    if kind == "input_requested":
+    if kind == EventKind.INPUT_REQUESTED:
         i = requests.get(data.get("requestId"))
         request = (i.content.get("request") if i else None) or {}
         fields = ", ".join(
@@ -238,18 +239,18 @@ def _entry(ev: TaskEvent, by_seq, by_handle, by_artifact, requests) -> Entry | N
             details=details,
             **base,
         )
-    if kind == "input_provided":
+    if kind == EventKind.INPUT_PROVIDED:
         decision = data.get("decision") or "provided"
         title = {"approved": "Approved", "rejected": "Rejected"}.get(decision, "Answered")
         return Entry(kind="decision", title=title, details=_values(data.get("values")), **base)
-    if kind == "progress":
+    if kind == EventKind.PROGRESS:
         return Entry(
-            kind="progress",
+            kind=EventKind.PROGRESS,
             title="Progress",
             details=[("progress", f"{data.get('done')} of {data.get('total')}")],
             **base,
         )
-    if kind == "artifact_added":
+    if kind == EventKind.ARTIFACT_ADDED:
         a = by_artifact.get(data.get("artifactId"))
         name = (a.name if a else "") or data.get("artifactId", "")
         title = f"Artifact {name}" + (" extended" if data.get("append") else "")

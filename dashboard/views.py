@@ -20,10 +20,10 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from a2a import skills
 from a2a.errors import TaskNotFound
 from a2a.lifecycle import PAUSED, TERMINAL, State
 from a2a.models import Task
-from a2a.runtime import registry
 from agui.models import Interrupt
 from dashboard import actions, forms, selectors, timeline
 from dashboard.roles import can_operate
@@ -58,7 +58,7 @@ def operator_only(action: str):
 
 def _skills() -> list[dict[str, Any]]:
     """The demo agents (skills tagged "demo"): what the launcher offers."""
-    return [s for s in registry.skills() if "demo" in (s.get("tags") or [])]
+    return [s for s in skills.catalog() if "demo" in (s.get("tags") or [])]
 
 
 # --- board -------------------------------------------------------------------------------------
@@ -74,7 +74,7 @@ def board(request: HttpRequest) -> HttpResponse:
             "page": "board",
             "filters": selectors.Filters.from_query(request.GET),
             "states": STATES,
-            "skills": [s["id"] for s in registry.skills()],
+            "skills": [s["id"] for s in skills.catalog()],
             "modes": forms.MODES,
         },
     )
@@ -476,8 +476,8 @@ def demo(request: HttpRequest) -> HttpResponse:
 @operator_only("start")
 def demo_start(request: HttpRequest) -> HttpResponse:
     form = forms.DemoForm(request.POST)
-    skills = {s["id"] for s in _skills()}
-    if not form.is_valid() or form.cleaned_data["skill"] not in skills:  # demo agents only
+    demos = {s["id"] for s in _skills()}
+    if not form.is_valid() or form.cleaned_data["skill"] not in demos:  # demo agents only
         actions.refuse(request.user, "start", "", "unknown demo agent")
         messages.error(request, "Pick one of the demo agents.")
         return redirect("demo")

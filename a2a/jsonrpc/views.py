@@ -23,10 +23,11 @@ from rest_framework import serializers
 from a2a import jsonsafe
 from a2a.auth import Principal, Unauthenticated, authenticate
 from a2a.models import TaskEvent
-from a2a.protocol import dialects, settle, wire10
+from a2a.protocol import dialects, wire10
 from a2a.protocol import stream as streaming
 from a2a.protocol.methods import METHODS, Call
 from a2a.protocol.params import flatten_errors
+from a2a.runtime import settle
 
 from . import sse
 from .errors import (

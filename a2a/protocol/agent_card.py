@@ -15,9 +15,9 @@ from django.utils.http import http_date
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_safe
 
+from a2a import skills
 from a2a.models import Suspension
 from a2a.protocol.dialects import BINDU_EXTENSION_URI, PAUSE_EXTENSION_URI
-from a2a.runtime import registry
 
 PROTOCOL_VERSION = "0.3.0"
 _STARTED = datetime.now(UTC).replace(microsecond=0)  # the card changes only with a deploy
@@ -96,7 +96,7 @@ def build_card(url: str) -> dict[str, Any]:
                 "tags": s.get("tags", []),
                 "examples": s.get("examples", []),
             }
-            for s in registry.skills()
+            for s in skills.catalog()
         ],
     }
 

@@ -10,7 +10,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from rest_framework import serializers
 
@@ -19,7 +18,6 @@ from a2a.auth import Principal
 from a2a.errors import NotAllowedNow, TaskNotFound, Unsupported, ValidationFailed
 from a2a.lifecycle import TERMINAL, Dialect, State
 from a2a.models import Task
-from a2a.runtime import registry
 
 from . import params as p
 from . import stream as streaming
@@ -64,17 +62,12 @@ def _task_dict(task_id: str, call: Call, history_length: int | None = None) -> d
     return wire.task(view, call.dialect)
 
 
-def _skill(params_meta: dict, message_meta: dict) -> str:
-    cfg = settings.TASKDECK
-    skills = {s["id"] for s in registry.skills()}
+def _skill(params_meta: dict, message_meta: dict) -> tuple[str | None, str]:
+    """The skill the client asked for and where it said so (the service checks it)."""
     for where, meta in (("metadata.skill", params_meta), ("message.metadata.skill", message_meta)):
         if "skill" in meta:
-            if meta["skill"] not in skills:
-                raise ValidationFailed(
-                    {where: [f"unknown skill; this agent offers: {', '.join(sorted(skills))}"]}
-                )
-            return meta["skill"]
-    return cfg["DEFAULT_SKILL"]
+            return meta["skill"], where
+    return None, "metadata.skill"
 
 
 def send_message(params: dict, call: Call) -> dict:
@@ -139,26 +132,20 @@ def _deliver_message(params: dict, call: Call) -> str:
         metadata=msg["metadata"],
         reference_task_ids=msg["referenceTaskIds"],
     )
-    if msg.get("taskId"):
-        task_id = msg["taskId"]
-        context_id = Task.objects.filter(pk=task_id).values_list("context_id", flat=True).first()
-        if context_id is None:
-            raise TaskNotFound(task_id)
-        if msg.get("contextId") and msg["contextId"] != context_id:
-            raise ValidationFailed({"message.contextId": ["does not match the task's contextId"]})
-        services.add_message(task_id, incoming, actor=call.actor)
-    else:
-        for ref in msg["referenceTaskIds"]:
-            if not Task.objects.filter(pk=ref).exists():
-                raise ValidationFailed({"message.referenceTaskIds": [f"unknown task {ref!r}"]})
-        task_id = services.create_task(
+    skill, where = _skill(params["metadata"], msg["metadata"])
+    try:
+        delivered = services.receive_message(
             incoming,
             actor=call.actor,
-            skill=_skill(params["metadata"], msg["metadata"]),
+            task_id=msg.get("taskId"),
             context_id=msg.get("contextId"),
+            skill=skill,
             metadata=params["metadata"],
-        ).id
-    return task_id
+            origin=services.Origin(Task.Origin.A2A),
+        )
+    except ValidationFailed as exc:
+        raise exc.renamed({"skill": where}) from None
+    return delivered.task.id
 
 
 def get_task(params: dict, call: Call) -> dict:

@@ -10,7 +10,6 @@ from typing import Any
 
 from rest_framework import serializers
 
-from a2a.conditions import parse_conditions
 from a2a.fields import (
     AnyJSONField,
     ObjectField,
@@ -21,9 +20,7 @@ from a2a.fields import (
 )
 from a2a.lifecycle import State
 from a2a.models import Suspension
-from a2a.validation import ValidationFailed
 
-MAX_TEXT = 20_000
 ID_LENGTH = 128
 
 
@@ -50,8 +47,6 @@ class PartField(serializers.Field):
         if kind == "text":
             if not isinstance(data.get("text"), str):
                 raise serializers.ValidationError({"text": ["must be a string"]})
-            if len(data["text"]) > 200_000:
-                raise serializers.ValidationError({"text": ["is longer than 200000 characters"]})
             out["text"] = data["text"]
         elif kind == "data":
             if not isinstance(data.get("data"), dict):
@@ -135,7 +130,7 @@ class TaskQueryParams(TaskRefMixin):
 class TaskIdParams(TaskRefMixin):
     primary_name = "id"
     metadata = ObjectField(required=False)
-    reason = StrictCharField(required=False, allow_blank=True, max_length=2000)
+    reason = StrictCharField(required=False, allow_blank=True)
 
 
 class EmptyParams(serializers.Serializer):
@@ -154,36 +149,26 @@ class TaskListParams(serializers.Serializer):
     metadata = ObjectField(required=False)
 
 
-class ConditionsField(serializers.JSONField):
-    """Resume conditions, validated by `a2a.conditions` (errors keep their inner paths)."""
-
-    def to_internal_value(self, data):
-        try:
-            return parse_conditions(data)
-        except ValidationFailed as exc:
-            if list(exc.errors) == [""]:
-                raise serializers.ValidationError(exc.errors[""]) from None
-            raise serializers.ValidationError(exc.errors) from None
+# The pause extension's params: shapes only. What a reason, a mode or conditions may hold
+# is checked by a2a.services (errors under the same names: reason, mode, resumeWhen.…).
 
 
 class PauseParams(StrictSerializer, TaskRefMixin):
-    reason = StrictCharField(required=False, allow_blank=True, max_length=2000, default="")
-    mode = serializers.ChoiceField(
-        choices=Suspension.Mode.values, required=False, default=Suspension.Mode.FINISH_STEP
-    )
-    resumeWhen = ConditionsField(required=False, allow_null=True)
+    reason = StrictCharField(required=False, allow_blank=True, default="")
+    mode = StrictCharField(required=False, default=Suspension.Mode.FINISH_STEP)
+    resumeWhen = AnyJSONField(required=False, default=None)
     metadata = ObjectField(required=False, default=dict)
 
 
 class AwaitResumptionParams(StrictSerializer, TaskRefMixin):
-    reason = StrictCharField(allow_blank=False, max_length=2000)
-    conditions = ConditionsField(required=False, allow_null=True)
-    summary = StrictCharField(required=False, allow_blank=True, max_length=MAX_TEXT, default="")
+    reason = StrictCharField(allow_blank=True)
+    conditions = AnyJSONField(required=False, default=None)
+    summary = StrictCharField(required=False, allow_blank=True, default="")
     metadata = ObjectField(required=False, default=dict)
 
 
 class ResumeParams(StrictSerializer, TaskRefMixin):
-    handle = StrictCharField(required=False, allow_null=True, max_length=80)
+    handle = StrictCharField(required=False, allow_null=True)
     input = AnyJSONField(required=False, default=None)
     continueTranscript = StrictBooleanField(required=False, default=True)
     metadata = ObjectField(required=False, default=dict)

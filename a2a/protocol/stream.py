@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from a2a.errors import TaskNotFound
+from a2a.event_kinds import STATUS_KINDS, EventKind, is_agent_text
 from a2a.formats import ts
 from a2a.lifecycle import PAUSED, TERMINAL, Dialect, State
 from a2a.models import Artifact, Message, Task, TaskEvent
@@ -20,20 +21,6 @@ from a2a.selectors import get_task
 
 from . import wire
 
-# Events that change what a subscriber sees; "created" is covered by the first Task event.
-STATUS_KINDS = {
-    "started",
-    "input_requested",
-    "input_provided",
-    "paused",
-    "parked",
-    "resumed",
-    "timed_out",
-    "completed",
-    "failed",
-    "rejected",
-    "canceled",
-}
 # A stream ends after the event that moves a task to one of these states: the task is
 # over, or its turn is (the client answers with a new request, as A2A clients expect).
 FINAL_STATES = TERMINAL | {State.INPUT_REQUIRED, State.AUTH_REQUIRED}
@@ -77,7 +64,7 @@ def plan(
 
 def _status_metadata(event: TaskEvent) -> dict[str, Any] | None:
     data = event.data or {}
-    if event.kind in ("paused", "parked"):
+    if event.kind in (EventKind.PAUSED, EventKind.PARKED):
         return {
             "state": event.to_state,
             "handle": data.get("handle"),
@@ -87,7 +74,7 @@ def _status_metadata(event: TaskEvent) -> dict[str, Any] | None:
             "conditions": data.get("conditions"),
             "deadline": data.get("deadline"),
         }
-    if event.kind == "resumed":
+    if event.kind == EventKind.RESUMED:
         return {
             "state": event.to_state,
             "previousState": event.from_state,
@@ -109,14 +96,14 @@ def events_after(
     task = Task.objects.get(pk=task_id)
     seqs = {e.data.get("messageSeq") for e in events if e.data.get("messageSeq")}
     messages = {m.seq: m for m in Message.objects.filter(task_id=task_id, seq__in=seqs)}
-    artifact_ids = {e.data.get("artifactId") for e in events if e.kind == "artifact_added"}
+    artifact_ids = {e.data.get("artifactId") for e in events if e.kind == EventKind.ARTIFACT_ADDED}
     artifacts = {
         a.artifact_id: a
         for a in Artifact.objects.filter(task_id=task_id, artifact_id__in=artifact_ids)
     }
     out: list[tuple[int, dict[str, Any], bool]] = []
     for e in events:
-        if e.kind == "artifact_added":
+        if e.kind == EventKind.ARTIFACT_ADDED:
             a = artifacts.get(e.data.get("artifactId"))
             if a is None:
                 continue
@@ -134,9 +121,7 @@ def events_after(
             }
             out.append((e.pk, item, False))
             continue
-        is_status = e.kind in STATUS_KINDS
-        is_agent_text = e.kind == "message_added" and e.data.get("role") == "agent"
-        if not (is_status or is_agent_text):
+        if not (e.kind in STATUS_KINDS or is_agent_text(e.kind, e.data)):
             continue
         state = e.to_state
         shown = wire.BINDU_SUSPENDED if dialect is Dialect.BINDU and state in PAUSED else state

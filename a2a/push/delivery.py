@@ -45,6 +45,7 @@ from django.db.models import F, OuterRef, Q, Subquery
 from django.db.models.fields.json import KT
 from django.utils import timezone
 
+from a2a.event_kinds import STATUS_KINDS, EventKind, is_agent_text
 from a2a.lifecycle import Dialect
 from a2a.models import TaskEvent
 from a2a.protocol import stream as streaming
@@ -71,9 +72,9 @@ def _settings() -> dict[str, Any]:
 def deliverable(kind: str, role: str | None) -> bool:
     """Does a stream show this event? (The same rule as streaming.events_after.)"""
     return (
-        kind in streaming.STATUS_KINDS
-        or kind == "artifact_added"
-        or (kind == "message_added" and role == "agent")
+        kind in STATUS_KINDS
+        or kind == EventKind.ARTIFACT_ADDED
+        or is_agent_text(kind, {"role": role})
     )
 
 

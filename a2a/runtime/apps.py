@@ -13,7 +13,8 @@ class RuntimeConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from a2a import events
-        from a2a.runtime import wakeups
+        from a2a import events, skills
+        from a2a.runtime import registry, wakeups
 
         events.subscribe(wakeups.on_task_event)
+        skills.register(registry.skills)

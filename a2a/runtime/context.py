@@ -24,6 +24,7 @@ from django.db import transaction
 
 from a2a import services
 from a2a.conditions import parse_conditions
+from a2a.event_kinds import EventKind
 from a2a.lifecycle import TERMINAL, State
 from a2a.models import Suspension, Task, TaskEvent
 from a2a.runtime.leases import WORKER_ID
@@ -360,7 +361,7 @@ def _load_task(task_id: str, *, lock: bool = False) -> Task:
 
 def _answer_to(task_id: str, request_id: str) -> dict[str, Any] | None:
     event = (
-        TaskEvent.objects.filter(task_id=task_id, kind="input_provided")
+        TaskEvent.objects.filter(task_id=task_id, kind=EventKind.INPUT_PROVIDED)
         .order_by("-id")
         .values_list("data", flat=True)
     )

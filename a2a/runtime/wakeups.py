@@ -9,17 +9,14 @@ sweep of wanted-but-idle leases covers the gap either way.
 
 from __future__ import annotations
 
+from a2a.event_kinds import EventKind, is_user_message
 from a2a.lifecycle import State
 from a2a.models import TaskEvent
 from a2a.runtime import leases
 
-WAKING_KINDS = {"created", "resumed", "input_provided", "message_added"}
-
 
 def on_task_event(event: TaskEvent) -> None:
-    if event.kind not in WAKING_KINDS:
-        return
-    if event.kind == "message_added" and event.data.get("role") != "user":
+    if event.kind != EventKind.RESUMED and not is_user_message(event.kind, event.data):
         return  # the agent's own output wakes nobody
     if event.to_state not in (State.SUBMITTED, State.WORKING):
         return  # e.g. resumed back to input-required: waits for its answer, not for a worker

@@ -6,8 +6,9 @@ JSON-RPC, the dashboard, the AG-UI bridge, the runtime and the scheduler all cal
 so they all get the same rules and the same errors.
 """
 
-from a2a.services._core import SCHEDULER, SYSTEM, Actor, IncomingMessage
+from a2a.services._core import SCHEDULER, SYSTEM, Actor, IncomingMessage, Origin
 from a2a.services.inputs import provide_input, request_input
+from a2a.services.messages import Delivered, receive_message
 from a2a.services.pausing import (
     PauseOutcome,
     ResumeOutcome,
@@ -35,7 +36,9 @@ __all__ = [
     "SCHEDULER",
     "SYSTEM",
     "Actor",
+    "Delivered",
     "IncomingMessage",
+    "Origin",
     "PauseOutcome",
     "ResumeOutcome",
     "accepts_output",
@@ -51,6 +54,7 @@ __all__ = [
     "park_task",
     "pause_task",
     "provide_input",
+    "receive_message",
     "reject_task",
     "report_progress",
     "request_input",

@@ -14,8 +14,10 @@ from typing import Any
 from django.utils import timezone
 
 from a2a import events
-from a2a.errors import TaskNotFound
+from a2a.errors import TaskNotFound, ValidationFailed
+from a2a.event_kinds import EventKind
 from a2a.models import Message, Task, TaskEvent
+from a2a.services import checks
 
 
 @dataclass(frozen=True)
@@ -38,13 +40,36 @@ SCHEDULER = Actor("scheduler", "taskdeck")
 
 @dataclass(frozen=True)
 class IncomingMessage:
-    """A message as the core sees it, already validated by a transport."""
+    """A message as the core sees it: parsed from its wire form by a door, checked by the
+    services (`checked`) before anything is written."""
 
     message_id: str
     parts: list[dict[str, Any]]
     role: str = "user"
     metadata: dict[str, Any] = field(default_factory=dict)
     reference_task_ids: list[str] = field(default_factory=list)
+
+    def checked(self) -> IncomingMessage:
+        checks.identifier(self.message_id, "message.messageId")
+        if self.role not in ("user", "agent"):
+            raise ValidationFailed({"message.role": ['must be "user" or "agent"']})
+        checks.parts(self.parts)
+        checks.mapping(self.metadata, "message.metadata")
+        if not isinstance(self.reference_task_ids, list):
+            raise ValidationFailed({"message.referenceTaskIds": ["must be a list of task ids"]})
+        for i, ref in enumerate(self.reference_task_ids):
+            checks.identifier(ref, f"message.referenceTaskIds.{i}")
+        return self
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a new task came from: the door (Task.Origin), that door's reference (an ACP
+    session id, an AG-UI thread id) and a title to show (an ACP session's title)."""
+
+    door: str
+    ref: str = ""
+    title: str = ""
 
 
 def now() -> datetime:
@@ -76,7 +101,7 @@ def append_message(task: Task, msg: IncomingMessage, at: datetime) -> Message:
 
 def record(
     task: Task,
-    kind: str,
+    kind: EventKind,
     actor: Actor,
     at: datetime,
     *,

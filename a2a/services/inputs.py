@@ -7,14 +7,18 @@ from typing import Any
 from django.db import transaction
 
 from a2a.errors import ValidationFailed
+from a2a.event_kinds import EventKind
+from a2a.formats import text_of
 from a2a.input_requests import (
     RESPONSE_TYPE,
     decision_of,
     find_data_part_index,
     parse_request,
     validate_values,
+    values_from_text,
 )
 from a2a.lifecycle import Action, move
+from a2a.services import checks
 from a2a.services._core import Actor, IncomingMessage, append_message, lock, now, record, set_state
 from a2a.services.tasks import _agent_message
 
@@ -30,6 +34,8 @@ def request_input(
     """Move a working task to `input-required` (or `auth-required`) with a status message
     holding the explanation (TextPart) and the request (DataPart). Returns the request in
     canonical form; its `requestId` is generated when the agent gave none."""
+    checks.text(explanation, "explanation", limit=checks.MAX_TEXT)
+    checks.mapping(request, "request")
     with transaction.atomic():
         task = lock(task_id)
         m = move(task.state, Action.REQUEST_AUTH if auth else Action.REQUEST_INPUT)
@@ -44,7 +50,7 @@ def request_input(
         previous = set_state(task, m.to, at)
         record(
             task,
-            "input_requested",
+            EventKind.INPUT_REQUESTED,
             actor,
             at,
             from_state=previous,
@@ -65,6 +71,12 @@ def _checked_answer(request: dict[str, Any], parts: list[dict[str, Any]]) -> dic
     """The validated values of the answer in `parts`; errors name the part's path."""
     index = find_data_part_index(parts, RESPONSE_TYPE)
     if index is None:
+        said = text_of(parts)
+        if said:  # a typed answer: the text is the value of the request's one field
+            try:
+                return validate_values(request, values_from_text(request, said))
+            except ValidationFailed as exc:
+                raise exc.prefixed("message.parts") from None
         if any(f.get("required") for f in request.get("fields") or []):
             raise ValidationFailed(
                 {"message.parts": [f"expected a DataPart of type {RESPONSE_TYPE} with values"]}
@@ -83,7 +95,9 @@ def _checked_answer(request: dict[str, Any], parts: list[dict[str, Any]]) -> dic
 
 def provide_input(task_id: str, message: IncomingMessage, *, actor: Actor):
     """Answer a waiting task. A DataPart `a2a.input.response` is validated against the open
-    request's fields; a bad answer raises ValidationFailed and the task keeps waiting."""
+    request's fields; a bad answer raises ValidationFailed and the task keeps waiting. A
+    text-only answer fills the request's one field (`values_from_text`)."""
+    message.checked()
     with transaction.atomic():
         task = lock(task_id)
         m = move(task.state, Action.PROVIDE_INPUT)
@@ -96,7 +110,7 @@ def provide_input(task_id: str, message: IncomingMessage, *, actor: Actor):
         previous = set_state(task, m.to, at)
         record(
             task,
-            "input_provided",
+            EventKind.INPUT_PROVIDED,
             actor,
             at,
             from_state=previous,

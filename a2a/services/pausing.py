@@ -14,9 +14,11 @@ from typing import Any
 from django.db import transaction
 
 from a2a.conditions import Conditions
-from a2a.errors import StaleHandle
+from a2a.errors import StaleHandle, ValidationFailed
+from a2a.event_kinds import EventKind
 from a2a.lifecycle import Action, Dialect, State, move, resume_target
 from a2a.models import Suspension, Task
+from a2a.services import checks
 from a2a.services._core import Actor, lock, now, record, set_state
 
 _SUSPENSION_FIELDS = ("state", "status_timestamp", "current_suspension")
@@ -85,13 +87,18 @@ def pause_task(
     actor: Actor,
     reason: str = "",
     mode: str = Suspension.Mode.FINISH_STEP,
-    resume_when: Conditions | None = None,
+    resume_when: Conditions | dict[str, Any] | None = None,
     metadata: dict[str, Any] | None = None,
     dialect: Dialect = Dialect.RFC,
 ) -> PauseOutcome:
     """Client-initiated pause (`tasks/pause`). The state flips at once; the runtime stops at
     the boundary `mode` names. Pausing an agent-parked task is an operator hold: the agent's
-    suspension ends as superseded and its conditions stop firing."""
+    suspension ends as superseded and its conditions stop firing. `resume_when` may be the
+    conditions' JSON form (checked here, errors under `resumeWhen`)."""
+    checks.reason(reason)
+    checks.mode(mode)
+    resume_when = checks.conditions(resume_when, "resumeWhen")
+    metadata = checks.mapping(metadata, "metadata")
     with transaction.atomic():
         task = lock(task_id)
         m = move(task.state, Action.PAUSE, dialect)
@@ -113,7 +120,7 @@ def pause_task(
             actor=actor,
             at=at,
             reason=reason,
-            conditions=resume_when or Conditions(),
+            conditions=resume_when,
             paused_from=paused_from,
             mode=mode,
             metadata=metadata,
@@ -123,7 +130,7 @@ def pause_task(
         previous = set_state(task, m.to, at)
         record(
             task,
-            "paused",
+            EventKind.PAUSED,
             actor,
             at,
             from_state=previous,
@@ -139,12 +146,16 @@ def park_task(
     *,
     actor: Actor,
     reason: str,
-    conditions: Conditions | None = None,
+    conditions: Conditions | dict[str, Any] | None = None,
     summary: str = "",
     metadata: dict[str, Any] | None = None,
 ) -> PauseOutcome:
     """Agent-initiated self-park (`tasks/await_resumption`) until a condition, a deadline
-    or an explicit resume."""
+    or an explicit resume. An agent must say why."""
+    checks.reason(reason, blank=False)
+    conditions = checks.conditions(conditions, "conditions")
+    checks.text(summary, "summary", limit=checks.MAX_SUMMARY)
+    metadata = checks.mapping(metadata, "metadata")
     with transaction.atomic():
         task = lock(task_id)
         m = move(task.state, Action.PARK)
@@ -155,7 +166,7 @@ def park_task(
             actor=actor,
             at=at,
             reason=reason,
-            conditions=conditions or Conditions(),
+            conditions=conditions,
             paused_from=task.state,
             summary=summary,
             metadata=metadata,
@@ -164,7 +175,7 @@ def park_task(
         previous = set_state(task, m.to, at)
         record(
             task,
-            "parked",
+            EventKind.PARKED,
             actor,
             at,
             from_state=previous,
@@ -189,6 +200,14 @@ def resume_task(
     """Resume a paused task: back to `working`, or to `input-required` if it was paused
     from there. A handle, when given, must name the current suspension (else StaleHandle);
     a task that is not paused raises TransitionRefused."""
+    if handle is not None:
+        checks.text(handle, "handle", limit=80)
+    checks.storable(resume_input, "input")
+    if not isinstance(continue_transcript, bool):
+        raise ValidationFailed({"continueTranscript": ["must be true or false"]})
+    if cause not in Suspension.Cause.values:
+        raise ValidationFailed({"cause": [f"must be one of {', '.join(Suspension.Cause.values)}"]})
+    checks.reason(reason)
     with transaction.atomic():
         task = lock(task_id)
         move(task.state, Action.RESUME, dialect)
@@ -222,7 +241,7 @@ def resume_task(
         previous = set_state(task, target, at)
         record(
             task,
-            "resumed",
+            EventKind.RESUMED,
             actor,
             at,
             from_state=previous,
@@ -270,7 +289,7 @@ def expire_suspension(handle: str, *, actor: Actor) -> Task | None:
             reason = f"timed out after {timeout.get('durationMinutes')} min: {current.reason}"
             record(
                 task,
-                "timed_out",
+                EventKind.TIMED_OUT,
                 actor,
                 at,
                 from_state=previous,

@@ -9,18 +9,22 @@ from typing import Any
 from django.db import transaction
 
 from a2a.errors import NotAllowedNow, ValidationFailed
+from a2a.event_kinds import EventKind
 from a2a.input_requests import RESPONSE_TYPE, find_data_part
 from a2a.lifecycle import Action, State, move
 from a2a.models import Artifact, Message, Suspension, Task
+from a2a.services import checks
 from a2a.services._core import (
     Actor,
     IncomingMessage,
+    Origin,
     append_message,
     lock,
     now,
     record,
     set_state,
 )
+from a2a.validation import is_int
 
 
 def create_task(
@@ -30,23 +34,44 @@ def create_task(
     skill: str,
     context_id: str | None = None,
     metadata: dict[str, Any] | None = None,
+    origin: Origin | None = None,
 ) -> Task:
-    """A new `submitted` task holding the client's first message."""
+    """A new `submitted` task of a skill this Taskdeck offers, holding the client's first
+    message. Referenced tasks must exist."""
+    message.checked()
+    checks.skill(skill)
+    metadata = checks.mapping(metadata, "metadata")
+    if context_id is not None:
+        checks.identifier(context_id, "message.contextId")
+    origin = origin or Origin("")
+    if origin.door not in ("", *Task.Origin.values):
+        raise ValidationFailed({"origin": [f"must be one of {', '.join(Task.Origin.values)}"]})
+    checks.text(origin.title, "origin.title", limit=200)
     at = now()
     with transaction.atomic():
+        refs = set(message.reference_task_ids)
+        if refs:
+            found = set(Task.objects.filter(pk__in=refs).values_list("pk", flat=True))
+            if missing := sorted(refs - found):
+                raise ValidationFailed(
+                    {"message.referenceTaskIds": [f"unknown task {missing[0]!r}"]}
+                )
         task = Task.objects.create(
             context_id=context_id or str(uuid.uuid4()),
             skill=skill,
             state=State.SUBMITTED,
             status_timestamp=at,
-            metadata=metadata or {},
+            metadata=metadata,
             created_by=str(actor),
             created_at=at,
             updated_at=at,
             version=0,
+            origin=origin.door,
+            origin_ref=origin.ref[:128],
+            origin_title=origin.title,
         )
         msg = append_message(task, message, at)
-        record(task, "created", actor, at, from_state="", data={"messageSeq": msg.seq})
+        record(task, EventKind.CREATED, actor, at, from_state="", data={"messageSeq": msg.seq})
     return task
 
 
@@ -55,6 +80,7 @@ def add_message(task_id: str, message: IncomingMessage, *, actor: Actor) -> Task
     (see `inputs.provide_input`); submitted and working tasks append it to their history."""
     from a2a.services.inputs import provide_input
 
+    message.checked()
     with transaction.atomic():
         task = lock(task_id)
         state = State(task.state)
@@ -76,7 +102,9 @@ def add_message(task_id: str, message: IncomingMessage, *, actor: Actor) -> Task
             )
         at = now()
         msg = append_message(task, message, at)
-        record(task, "message_added", actor, at, data={"messageSeq": msg.seq, "role": "user"})
+        record(
+            task, EventKind.MESSAGE_ADDED, actor, at, data={"messageSeq": msg.seq, "role": "user"}
+        )
     return task
 
 
@@ -100,6 +128,7 @@ def _require_output_allowed(task: Task) -> None:
 
 def emit_text(task_id: str, text: str, *, actor: Actor) -> Message:
     """An agent message: appended to the history and shown as the task's status message."""
+    checks.text(text, "text", limit=checks.MAX_TEXT, blank=False)
     with transaction.atomic():
         task = lock(task_id)
         _require_output_allowed(task)
@@ -108,7 +137,7 @@ def emit_text(task_id: str, text: str, *, actor: Actor) -> Message:
         task.status_message = msg
         record(
             task,
-            "message_added",
+            EventKind.MESSAGE_ADDED,
             actor,
             at,
             data={"messageSeq": msg.seq, "role": "agent"},
@@ -118,13 +147,15 @@ def emit_text(task_id: str, text: str, *, actor: Actor) -> Message:
 
 
 def report_progress(task_id: str, done: int, total: int, *, actor: Actor) -> Task:
-    if not (0 <= done <= total) or total <= 0:
+    if not (is_int(done) and is_int(total)) or not (0 <= done <= total) or total <= 0:
         raise ValidationFailed({"progress": ["needs 0 <= done <= total and total > 0"]})
     with transaction.atomic():
         task = lock(task_id)
         _require_output_allowed(task)
         task.progress = {"done": done, "total": total}
-        record(task, "progress", actor, now(), data=dict(task.progress), fields=("progress",))
+        record(
+            task, EventKind.PROGRESS, actor, now(), data=dict(task.progress), fields=("progress",)
+        )
     return task
 
 
@@ -150,6 +181,9 @@ def _simple_move(
     text: str | None = None,
     extra: dict[str, Any] | None = None,
 ) -> Task:
+    checks.reason(reason)
+    if text is not None:
+        checks.text(text, "text", limit=checks.MAX_TEXT)
     with transaction.atomic():
         task = lock(task_id)
         target = move(task.state, action).to
@@ -176,7 +210,7 @@ def _simple_move(
 
 
 def start_task(task_id: str, *, actor: Actor, text: str | None = None) -> Task:
-    return _simple_move(task_id, Action.START, "started", actor=actor, text=text)
+    return _simple_move(task_id, Action.START, EventKind.STARTED, actor=actor, text=text)
 
 
 def complete_task(
@@ -185,18 +219,20 @@ def complete_task(
     """`reply_only`: the agent answered with a message rather than doing tracked work; A2A
     clients that asked with message/send get that Message back instead of the Task."""
     extra = {"replyOnly": True} if reply_only else None
-    return _simple_move(task_id, Action.COMPLETE, "completed", actor=actor, text=text, extra=extra)
+    return _simple_move(
+        task_id, Action.COMPLETE, EventKind.COMPLETED, actor=actor, text=text, extra=extra
+    )
 
 
 def fail_task(task_id: str, *, actor: Actor, reason: str, text: str | None = None) -> Task:
     return _simple_move(
-        task_id, Action.FAIL, "failed", actor=actor, reason=reason, text=text or reason
+        task_id, Action.FAIL, EventKind.FAILED, actor=actor, reason=reason, text=text or reason
     )
 
 
 def reject_task(task_id: str, *, actor: Actor, reason: str, text: str | None = None) -> Task:
     return _simple_move(
-        task_id, Action.REJECT, "rejected", actor=actor, reason=reason, text=text or reason
+        task_id, Action.REJECT, EventKind.REJECTED, actor=actor, reason=reason, text=text or reason
     )
 
 
@@ -221,7 +257,7 @@ def cancel_task(task_id: str, *, actor: Actor, reason: str = "") -> Task:
         previous = set_state(task, target, at)
         record(
             task,
-            "canceled",
+            EventKind.CANCELED,
             actor,
             at,
             from_state=previous,
@@ -244,6 +280,12 @@ def add_artifact(
     metadata: dict[str, Any] | None = None,
 ) -> Artifact:
     """Add an artifact (or extend one with `append=True`) to a working task."""
+    checks.parts(parts, "parts")
+    checks.text(name, "name", limit=200)
+    checks.text(description, "description", limit=checks.MAX_SUMMARY)
+    metadata = checks.mapping(metadata, "metadata")
+    if artifact_id is not None:
+        checks.identifier(artifact_id, "artifactId")
     with transaction.atomic():
         task = lock(task_id)
         _require_output_allowed(task)
@@ -267,13 +309,13 @@ def add_artifact(
                 name=name,
                 description=description,
                 parts=parts,
-                metadata=metadata or {},
+                metadata=metadata,
                 created_at=at,
                 updated_at=at,
             )
         record(
             task,
-            "artifact_added",
+            EventKind.ARTIFACT_ADDED,
             actor,
             at,
             data={

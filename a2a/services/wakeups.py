@@ -8,9 +8,10 @@ from django.db import transaction
 from django.db.models import Q
 
 from a2a.conditions import event_wakes
-from a2a.errors import StaleHandle, TransitionRefused
+from a2a.errors import StaleHandle, TransitionRefused, ValidationFailed
 from a2a.lifecycle import Dialect
 from a2a.models import ExternalEvent, Suspension
+from a2a.services import checks
 from a2a.services._core import Actor, now
 from a2a.services.pausing import resume_task
 
@@ -22,7 +23,10 @@ def emit_event(name: str, payload: dict[str, Any] | None, *, actor: Actor) -> Ex
     """Record the event and resume the open suspensions it satisfies, each with the payload
     as resume input. Suspensions ended meanwhile (resumed, canceled, held by an operator)
     are skipped: an operator hold supersedes the agent's conditions."""
-    payload = payload or {}
+    checks.text(name, "name", limit=200, blank=False)
+    if any(ch.isspace() for ch in name):
+        raise ValidationFailed({"name": ["must not contain spaces"]})
+    payload = checks.mapping(payload, "payload")
     with transaction.atomic():
         event = ExternalEvent.objects.create(
             name=name, payload=payload, received_at=now(), sent_by=str(actor)

@@ -18,13 +18,17 @@ from pathlib import Path
 import pytest
 from django.db import connections
 
-from a2a import services
+from a2a import services, skills
 from a2a.lifecycle import TERMINAL
 from a2a.models import Task
 from a2a.runtime.models import RunLease
 from tests.conftest import CLIENT, user_message
+from tests.runtime.agents import flaky, shifty
 
 ROOT = Path(__file__).resolve().parents[2]
+# The misbehaving test agents run in the workers (TASKDECK_EXTRA_AGENTS below); this process
+# offers their skills too, so that the services accept tasks for them.
+skills.register(lambda: [flaky.SKILL, shifty.SKILL])
 FAST = {
     "TASKDECK_AGENT_DELAY_SCALE": "0.05",
     "TASKDECK_LEASE_SECONDS": "2",

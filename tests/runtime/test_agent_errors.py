@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from a2a import services
+from a2a import services, skills
+from a2a.errors import ValidationFailed
 from a2a.models import Task
 from tests.conftest import CLIENT, user_message
 from tests.runtime.conftest import wait_idle, wait_state
@@ -33,7 +34,20 @@ def test_a_replay_that_disagrees_with_the_record_fails_instead_of_guessing(start
     assert "NonDeterministicReplay" in reason and "'before any resume'" in reason
 
 
-def test_a_task_for_an_unknown_skill_fails_with_a_reason(runtime, transactional_db):
-    task = services.create_task(user_message(), actor=CLIENT, skill="no-such-agent")
+def test_a_task_whose_agent_was_retired_fails_with_a_reason(runtime, transactional_db):
+    """A skill offered when the task was made (here by a provider only this process has)
+    but run by workers that no longer have its agent (a deployment dropped it)."""
+    retired = {"id": "retired-agent", "name": "Retired", "description": "gone"}
+    provider = skills.register(lambda: [retired])
+    try:
+        task = services.create_task(user_message(), actor=CLIENT, skill="retired-agent")
+    finally:
+        skills.PROVIDERS.remove(provider)
     wait_state(task.id, "failed")
-    assert "no agent is registered for skill 'no-such-agent'" in failure_reason(task.id)
+    assert "no agent is registered for skill 'retired-agent'" in failure_reason(task.id)
+
+
+def test_a_task_for_an_unknown_skill_is_refused_before_anything_is_written(runtime, unchanged):
+    with unchanged(), pytest.raises(ValidationFailed) as refused:
+        services.create_task(user_message(), actor=CLIENT, skill="no-such-agent")
+    assert "unknown skill" in refused.value.errors["skill"][0]

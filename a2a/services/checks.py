@@ -1,0 +1,109 @@
+"""Domain rules the services enforce whichever door called them.
+
+A door parses its wire shape (JSON-RPC params, an AG-UI RunAgentInput, an ACP request, a
+form); the values it hands over are checked here, once, so a rule cannot be forgotten by
+one door and kept by another. Every check raises ValidationFailed with a dotted path, which
+each door already maps (-32602, RUN_ERROR invalid_payload, a form error), and runs before
+the service writes anything.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from a2a import jsonsafe, skills
+from a2a.conditions import Conditions, parse_conditions
+from a2a.models import Suspension
+from a2a.validation import ValidationFailed
+
+MAX_REASON = 2000  # a pause, park, cancel or failure reason
+MAX_SUMMARY = 20_000
+MAX_TEXT = 200_000  # one text part
+MAX_PARTS = 100
+MAX_ID = 128
+PART_KINDS = ("text", "data", "file")
+
+
+def storable(value: Any, field: str) -> Any:
+    """`value` if the database can store it (no NUL, lone surrogate, non-finite number,
+    64-bit overflow or nesting past 64 levels)."""
+    found = jsonsafe.problem(value)
+    if found is not None:
+        path = f"{field}.{found.path}" if found.path else field
+        raise ValidationFailed({path: [found.why]})
+    return value
+
+
+def text(value: Any, field: str, *, limit: int, blank: bool = True) -> str:
+    if not isinstance(value, str):
+        raise ValidationFailed({field: ["must be a string"]})
+    if len(value) > limit:
+        raise ValidationFailed({field: [f"must be at most {limit} characters"]})
+    if not blank and not value.strip():
+        raise ValidationFailed({field: ["must not be blank"]})
+    return storable(value, field)
+
+
+def reason(value: Any, field: str = "reason", *, blank: bool = True) -> str:
+    return text(value, field, limit=MAX_REASON, blank=blank)
+
+
+def mapping(value: Any, field: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValidationFailed({field: ["must be an object"]})
+    return storable(value, field)
+
+
+def skill(value: Any) -> str:
+    """A skill this Taskdeck offers (`a2a.skills`)."""
+    offered = skills.ids()
+    if not isinstance(value, str) or value not in offered:
+        raise ValidationFailed(
+            {"skill": [f"unknown skill; this agent offers: {', '.join(sorted(offered))}"]}
+        )
+    return value
+
+
+def mode(value: Any) -> str:
+    if value not in Suspension.Mode.values:
+        raise ValidationFailed({"mode": [f"must be one of {', '.join(Suspension.Mode.values)}"]})
+    return value
+
+
+def conditions(value: Conditions | dict[str, Any] | None, field: str) -> Conditions:
+    """Resume conditions, parsed when a door passes their JSON form."""
+    if value is None:
+        return Conditions()
+    if isinstance(value, Conditions):
+        return value
+    try:
+        return parse_conditions(storable(value, field))
+    except ValidationFailed as exc:
+        raise exc.prefixed(field) from None
+
+
+def parts(value: Any, field: str = "message.parts") -> list[dict[str, Any]]:
+    """Message parts in the stored (A2A 0.3) form: text, data or file."""
+    if not isinstance(value, list) or not value:
+        raise ValidationFailed({field: ["must be a non-empty list of parts"]})
+    if len(value) > MAX_PARTS:
+        raise ValidationFailed({field: [f"must hold at most {MAX_PARTS} parts"]})
+    for i, part in enumerate(value):
+        where = f"{field}.{i}"
+        if not isinstance(part, dict) or part.get("kind") not in PART_KINDS:
+            raise ValidationFailed({f"{where}.kind": ['must be "text", "data" or "file"']})
+        if part["kind"] == "text":
+            text(part.get("text"), f"{where}.text", limit=MAX_TEXT)
+        elif part["kind"] == "data" and not isinstance(part.get("data"), dict):
+            raise ValidationFailed({f"{where}.data": ["must be an object"]})
+        elif part["kind"] == "file" and not isinstance(part.get("file"), dict):
+            raise ValidationFailed({f"{where}.file": ["must be an object"]})
+    return storable(value, field)
+
+
+def identifier(value: Any, field: str) -> str:
+    if not isinstance(value, str) or not value or len(value) > MAX_ID:
+        raise ValidationFailed({field: [f"must be a non-empty string of at most {MAX_ID}"]})
+    return storable(value, field)

@@ -1,0 +1,83 @@
+"""A user message arrives: the one path every door takes (A2A message/send, an AG-UI run,
+an ACP prompt, the dashboard's launcher and answer forms).
+
+What happens depends only on the task it is for, never on the door:
+- no task named: a new task of the skill (checked), in the given context;
+- a task waiting for input: the message is the answer, validated against the open request
+  (a bad answer is refused and the task keeps waiting);
+- a submitted or working task: appended to its history (the agent reads it);
+- a paused task: refused — resume it first;
+- a finished task: refused (A2A: start a new task that references it), or — for doors
+  that hold a conversation (`after_end="new_task"`: AG-UI threads, ACP sessions) — a new
+  task in the same context.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from django.conf import settings
+from django.db import transaction
+
+from a2a.errors import ValidationFailed
+from a2a.lifecycle import TERMINAL, State
+from a2a.models import Task
+from a2a.services._core import Actor, IncomingMessage, Origin, lock
+from a2a.services.tasks import add_message, create_task
+
+
+@dataclass(frozen=True)
+class Delivered:
+    task: Task
+    created: bool  # a new task was started for the message
+    answered: bool  # the message answered the task's open input request
+
+
+def receive_message(
+    message: IncomingMessage,
+    *,
+    actor: Actor,
+    task_id: str | None = None,
+    context_id: str | None = None,
+    skill: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    origin: Origin | None = None,
+    after_end: Literal["refuse", "new_task"] = "refuse",
+) -> Delivered:
+    """Deliver a user message (see the module docstring). Raises TaskNotFound,
+    ValidationFailed (bad message, skill, answer, context) or NotAllowedNow (paused,
+    finished); nothing is written then. `skill` defaults to TASKDECK DEFAULT_SKILL."""
+    if task_id is None:
+        return Delivered(
+            _new(message, actor, skill, context_id, metadata, origin), created=True, answered=False
+        )
+    with transaction.atomic():
+        current = lock(task_id)  # the state read here is the state the message meets
+        if context_id and context_id != current.context_id:
+            raise ValidationFailed({"message.contextId": ["does not match the task's contextId"]})
+        if current.state in TERMINAL and after_end == "new_task":
+            skill = skill or current.skill
+            task = _new(message, actor, skill, current.context_id, metadata, origin)
+            return Delivered(task, created=True, answered=False)
+        waiting = current.state in (State.INPUT_REQUIRED, State.AUTH_REQUIRED)
+        task = add_message(task_id, message, actor=actor)
+        return Delivered(task, created=False, answered=waiting)
+
+
+def _new(
+    message: IncomingMessage,
+    actor: Actor,
+    skill: str | None,
+    context_id: str | None,
+    metadata: dict[str, Any] | None,
+    origin: Origin | None,
+) -> Task:
+    return create_task(
+        message,
+        actor=actor,
+        skill=skill or settings.TASKDECK["DEFAULT_SKILL"],
+        context_id=context_id,
+        metadata=metadata,
+        origin=origin,
+    )

@@ -1,0 +1,39 @@
+"""The skills this Taskdeck offers: the agent card's list, the modes of an ACP session, the
+board's agent filter — and what `create_task` checks a new task's skill against.
+
+The core does not know where skills come from. Providers register here from their
+AppConfig.ready(): the runtime offers its Python agents (a2a.runtime.registry); a host of
+external agents could offer its own. Providers are asked on each call (cheap: they cache).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Provider = Callable[[], list[dict[str, Any]]]
+PROVIDERS: list[Provider] = []
+
+
+def register(provider: Provider) -> Provider:
+    """Add a provider of skill cards; registering the same one twice is a no-op."""
+    if provider not in PROVIDERS:
+        PROVIDERS.append(provider)
+    return provider
+
+
+def catalog() -> list[dict[str, Any]]:
+    """Every skill card (`id`, `name`, `description`, `tags`, `examples`), first one wins."""
+    seen: dict[str, dict[str, Any]] = {}
+    for provider in PROVIDERS:
+        for skill in provider():
+            seen.setdefault(skill["id"], skill)
+    return list(seen.values())
+
+
+def get(skill_id: str) -> dict[str, Any] | None:
+    return next((s for s in catalog() if s["id"] == skill_id), None)
+
+
+def ids() -> list[str]:
+    return [s["id"] for s in catalog()]
