@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "a2a",
     "a2a.runtime",
     "a2a.push",
+    "a2a.acp_door",
     "agui",
     "dashboard",
 ]
@@ -225,6 +226,17 @@ TASKDECK = {
         *env_list("TASKDECK_EXTRA_AGENTS"),
     ],
     "DEFAULT_SKILL": os.environ.get("TASKDECK_DEFAULT_SKILL", "approval"),
+    # The ACP door (`manage.py acp`, docs/acp.md).
+    "ACP": {
+        # Largest JSON-RPC line accepted on stdin, in bytes (larger ones get -32600).
+        "MAX_LINE_BYTES": int(os.environ.get("TASKDECK_ACP_MAX_LINE_BYTES", 1_000_000)),
+        # A session re-reads its tasks' event log at least this often (announcements on
+        # the channel layer wake it sooner).
+        "POLL_SECONDS": float(os.environ.get("TASKDECK_ACP_POLL_SECONDS", 0.25)),
+        # How long a client has to answer a permission request or a form before the
+        # question stays open as text (the next prompt answers it).
+        "ASK_SECONDS": float(os.environ.get("TASKDECK_ACP_ASK_SECONDS", 3600)),
+    },
     "RUNTIME": {
         # How long a worker's claim on a task lasts without a heartbeat (a dead worker's
         # task is taken over after this).

@@ -1,0 +1,399 @@
+"""One ACP client connection: the methods an editor calls, answered through the sessions
+module (and so through `a2a.services`), and the live sessions it follows.
+
+Every request is validated with the official SDK's schema models (`acp.schema`); the
+door registers its own routes on the SDK's router so that (a) the seed's non-standard
+`session/suspend` and the seed's fields of `session/resume` reach it, (b) `_meta` can never
+override a typed parameter (the SDK's default routes splat `_meta` keys into the handler's
+arguments: `_meta: {"cwd": "/etc"}` would replace `cwd`), and (c) domain errors map to ACP
+codes in one place (`errors.from_domain`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from acp import PROTOCOL_VERSION, RequestError
+from acp import schema as s
+from acp.router import Route
+from channels.db import database_sync_to_async
+from django.conf import settings
+from pydantic import BaseModel
+
+from a2a import api_keys, skills
+from a2a.acp_door import sessions
+from a2a.acp_door.errors import auth_required, from_domain, invalid_params
+from a2a.acp_door.live import LiveSession
+from a2a.acp_door.updates import SUSPEND_META, TASK_META
+from a2a.auth import Principal, Unauthenticated, authenticate
+from a2a.formats import ts
+from a2a.models import Suspension
+
+log = logging.getLogger(__name__)
+
+AUTH_METHOD = "taskdeck-api-key"
+KEY_ENV = "TASKDECK_API_KEY"
+RESUME_CAUSES = [c.value for c in Suspension.Cause]
+SEED_RESUME_FIELDS = ("handle", "input", "continueTranscript")
+SUSPEND_CAPS = {
+    "supportsSuspend": True,
+    "supportsAwaitResumption": True,
+    "resumeCauses": RESUME_CAUSES,
+}
+db = database_sync_to_async
+
+
+@dataclass
+class Client:
+    """What the client said about itself in `initialize`."""
+
+    name: str = ""
+    opted_in: bool = False  # clientCapabilities._meta["taskdeck/suspend"]: seed update kinds
+    forms: bool = False  # clientCapabilities.elicitation.form: elicitation/create
+    initialized: bool = False
+
+
+@dataclass
+class Door:
+    """The ACP agent Taskdeck serves on one stdio connection."""
+
+    principal: Principal | None = None
+    key_problem: str = ""
+    client: Client = field(default_factory=Client)
+    live: dict[str, LiveSession] = field(default_factory=dict)
+    conn: Any = None
+
+    # --- wiring --------------------------------------------------------------------------
+
+    def on_connect(self, conn: Any) -> None:
+        """Called by the SDK's AgentSideConnection once its router exists: replace its
+        routes with the door's (see the module docstring)."""
+        self.conn = conn
+        router = conn._conn._handler  # the SDK's MessageRouter; pinned SDK version
+        typed: list[tuple[str, type[BaseModel], Callable[..., Awaitable[Any]], str]] = [
+            ("initialize", s.InitializeRequest, self.initialize, "request"),
+            ("authenticate", s.AuthenticateRequest, self.authenticate, "request"),
+            ("session/new", s.NewSessionRequest, self.new_session, "request"),
+            ("session/load", s.LoadSessionRequest, self.load_session, "request"),
+            ("session/list", s.ListSessionsRequest, self.list_sessions, "request"),
+            ("session/resume", s.ResumeSessionRequest, self.resume_session, "request"),
+            ("session/close", s.CloseSessionRequest, self.close_session, "request"),
+            ("session/set_mode", s.SetSessionModeRequest, self.set_mode, "request"),
+            ("session/prompt", s.PromptRequest, self.prompt, "request"),
+            ("session/cancel", s.CancelNotification, self.cancel, "notification"),
+        ]
+        for method, model, handler, kind in typed:
+            router.add_route(Route(method=method, func=self._typed(model, handler), kind=kind))
+        router.add_route(
+            Route(method="session/suspend", func=self._typed(None, self.suspend), kind="request")
+        )
+
+    def _typed(self, model: type[BaseModel] | None, handler: Callable[..., Awaitable[Any]]):
+        async def route(params: Any) -> Any:
+            raw = params if isinstance(params, dict) else {}
+            if model is None and not isinstance(params, dict):
+                raise invalid_params({"": ["params must be an object"]})
+            request = model.model_validate(params) if model is not None else None
+            try:
+                return await handler(request, raw)
+            except RequestError:
+                raise
+            except Exception as exc:
+                mapped = from_domain(exc) or (
+                    auth_required(str(exc)) if isinstance(exc, Unauthenticated) else None
+                )
+                if mapped is None:
+                    raise
+                raise mapped from None
+
+        return route
+
+    async def close(self) -> None:
+        """The client went away: stop following; tasks stay as they are (a suspended task
+        stays suspended, a running one runs on, visible on the dashboard)."""
+        for live in list(self.live.values()):
+            await live.stop()
+        self.live.clear()
+
+    # --- identity ----------------------------------------------------------------------
+
+    def _need(self, scope: str) -> Principal:
+        if self.principal is None:
+            raise auth_required(
+                self.key_problem
+                or f"set {KEY_ENV} in the agent's environment, or call authenticate "
+                f'with _meta {{"taskdeck/apiKey": "<key>"}}'
+            )
+        if scope not in self.principal.scopes:
+            raise auth_required(f"needs an API key with the {scope!r} scope")
+        return self.principal
+
+    @classmethod
+    async def from_environment(cls) -> Door:
+        """The door with the identity TASKDECK_API_KEY (or anonymous scopes) gives."""
+        door = cls()
+        token = os.environ.get(KEY_ENV, "").strip()
+        try:
+            door.principal = await db(authenticate)(f"Bearer {token}" if token else None)
+        except Unauthenticated as exc:
+            door.key_problem = f"{KEY_ENV}: {exc}" if token else str(exc)
+        return door
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    async def initialize(self, req: s.InitializeRequest, raw: dict) -> dict:
+        caps = req.client_capabilities
+        meta = (caps.field_meta if caps else None) or {}
+        self.client = Client(
+            name=req.client_info.name if req.client_info else "",
+            opted_in=bool(meta.get(SUSPEND_META)),
+            forms=bool(caps and caps.elicitation and caps.elicitation.form is not None),
+            initialized=True,
+        )
+        response = s.InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=s.AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=s.PromptCapabilities(embedded_context=True),
+                session_capabilities=s.SessionCapabilities(
+                    list=s.SessionListCapabilities(),
+                    resume=s.SessionResumeCapabilities(),
+                    close=s.SessionCloseCapabilities(),
+                ),
+                field_meta={SUSPEND_META: SUSPEND_CAPS},
+            ),
+            agent_info=s.Implementation(name="taskdeck", title="Taskdeck", version="0.1.0"),
+            auth_methods=[
+                s.EnvVarAuthMethod(
+                    type="env_var",
+                    id=AUTH_METHOD,
+                    name="Taskdeck API key",
+                    description="A key made with `manage.py create_api_key NAME --scopes "
+                    "read,write`; or pass it as authenticate _meta taskdeck/apiKey.",
+                    vars=[s.AuthEnvVar(name=KEY_ENV, label="Taskdeck API key")],
+                )
+            ],
+        )
+        out = response.model_dump(mode="json", by_alias=True, exclude_none=True)
+        out["agentCapabilities"].update(SUSPEND_CAPS)  # the seed writes them at the root
+        return out
+
+    async def authenticate(self, req: s.AuthenticateRequest, raw: dict) -> dict:
+        if req.method_id != AUTH_METHOD:
+            raise invalid_params({"methodId": [f'must be "{AUTH_METHOD}"']})
+        token = ((req.field_meta or {}).get("taskdeck/apiKey") or "").strip()
+        token = token or os.environ.get(KEY_ENV, "").strip()
+        if not token:
+            raise auth_required(f"no key: set {KEY_ENV} or pass _meta taskdeck/apiKey")
+        key = await db(api_keys.verify)(token)
+        if key is None:
+            raise auth_required("unknown or revoked API key")
+        from a2a.services import Actor
+
+        self.principal = Principal(Actor("apikey", key.name), frozenset(key.scopes))
+        self.key_problem = ""
+        return {}
+
+    # --- sessions -----------------------------------------------------------------------
+
+    def _modes(self, current: str) -> dict[str, Any]:
+        modes = [
+            s.SessionMode(id=sk["id"], name=sk["name"], description=sk.get("description"))
+            for sk in skills.catalog()
+        ]
+        state = s.SessionModeState(current_mode_id=current, available_modes=modes)
+        return state.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    async def _attach(self, session, *, replayed: dict[str, int] | None = None) -> LiveSession:
+        live = self.live.get(session.session_id)
+        if live is None:
+            cursors, floor = await db(sessions.attach_point)(session)
+            if replayed is not None:
+                cursors, floor = replayed, floor
+            live = LiveSession(self, session, cursors, floor)
+            self.live[session.session_id] = live
+            live.start()
+        return live
+
+    async def _live(self, session_id: str) -> LiveSession:
+        session = await db(sessions.get_session)(session_id)
+        return await self._attach(session)
+
+    async def new_session(self, req: s.NewSessionRequest, raw: dict) -> dict:
+        principal = self._need("write")
+        session = await db(sessions.open_session)(req.cwd, actor=principal.actor)
+        await self._attach(session)
+        return {"sessionId": session.session_id, "modes": self._modes(session.skill)}
+
+    async def load_session(self, req: s.LoadSessionRequest, raw: dict) -> dict:
+        self._need("read")
+        session = await db(sessions.get_session)(req.session_id)
+        await db(sessions.reopen)(session)
+        old = self.live.pop(session.session_id, None)
+        if old is not None:
+            await old.stop()
+        cursors = await LiveSession.replay(self, session)
+        await self._attach(session, replayed=cursors)
+        return {"modes": self._modes(session.skill)}
+
+    async def resume_session(self, req: s.ResumeSessionRequest, raw: dict) -> dict:
+        """Stable `session/resume`: reattach without replay. With the seed's fields
+        (`handle`, `input`, `continueTranscript`, at the root or in `_meta`) it also resumes
+        the session's suspended task — and only then (ACP.md decision 4)."""
+        meta = req.field_meta or {}
+        seed = {
+            k: raw[k] if k in raw else meta[k] for k in SEED_RESUME_FIELDS if k in raw or k in meta
+        }
+        principal = self._need("write" if seed else "read")
+        session = await db(sessions.get_session)(req.session_id)
+        await db(sessions.reopen)(session)
+        live = await self._attach(session)
+        out: dict[str, Any] = {"modes": self._modes(session.skill)}
+        if not seed:
+            return out
+        continue_transcript = seed.get("continueTranscript", True)
+        outcome = await db(sessions.resume)(
+            session,
+            actor=principal.actor,
+            handle=seed.get("handle"),
+            resume_input=seed.get("input"),
+            continue_transcript=True if continue_transcript is None else continue_transcript,
+        )
+        live.poke()
+        susp = outcome.suspension
+        out["_meta"] = {
+            SUSPEND_META: {
+                "handle": susp.handle if susp else None,
+                "cause": susp.cause if susp else Suspension.Cause.EXPLICIT_RESUME,
+                "hadResumeInput": bool(susp and susp.had_resume_input),
+                "continueTranscript": susp.continue_transcript if susp else True,
+                "resumedAt": ts(susp.ended_at if susp else None),
+            },
+            TASK_META: {"taskId": outcome.task.id, "state": outcome.task.state},
+        }
+        return out
+
+    async def list_sessions(self, req: s.ListSessionsRequest, raw: dict) -> dict:
+        self._need("read")
+        page, next_cursor = await db(sessions.list_sessions)(req.cwd, req.cursor)
+        infos = [
+            s.SessionInfo(
+                session_id=row.session_id,
+                cwd=row.cwd,
+                title=row.title or None,
+                updated_at=ts(row.updated_at),
+            )
+            for row in page
+        ]
+        response = s.ListSessionsResponse(sessions=infos, next_cursor=next_cursor)
+        return response.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    async def close_session(self, req: s.CloseSessionRequest, raw: dict) -> dict:
+        """Close: the agent stops its work for this connection. A prompt still running is
+        canceled (as `session/cancel`); a suspended task stays suspended."""
+        principal = self._need("write")
+        session = await db(sessions.get_session)(req.session_id)
+        live = self.live.pop(session.session_id, None)
+        if live is not None:
+            if live.turn is not None:
+                await live.cancel_turn(principal.actor, "the editor closed the session")
+            await live.stop()
+        await db(sessions.close)(session)
+        return {}
+
+    async def set_mode(self, req: s.SetSessionModeRequest, raw: dict) -> dict:
+        self._need("write")
+        session = await db(sessions.get_session)(req.session_id)
+        await db(sessions.set_mode)(session, req.mode_id)
+        if (live := self.live.get(session.session_id)) is not None:
+            live.session.skill = req.mode_id
+        return {}
+
+    # --- turns ---------------------------------------------------------------------------
+
+    async def prompt(self, req: s.PromptRequest, raw: dict) -> dict:
+        principal = self._need("write")
+        live = await self._live(req.session_id)
+        parts = [part for block in req.prompt if (part := _part(block)) is not None]
+        if not parts:
+            raise invalid_params({"prompt": ["holds no text or resource Taskdeck can read"]})
+        stop, meta = await live.run_turn(parts, principal.actor)
+        out: dict[str, Any] = {"stopReason": stop}
+        if meta:
+            out["_meta"] = meta
+        return out
+
+    async def cancel(self, req: s.CancelNotification, raw: dict) -> None:
+        principal = self._need("write")
+        live = self.live.get(req.session_id)
+        if live is not None and live.turn is not None:
+            await live.cancel_turn(principal.actor, "canceled from the editor (session/cancel)")
+
+    async def suspend(self, req: None, raw: dict) -> dict:
+        """The seed's `session/suspend {sessionId, reason?, resumeWhen?, mode?}` → `{handle,
+        reason, suspendedAt, resumeWhen, summary}`. A prompt in flight ends with end_turn."""
+        errors: dict[str, list[str]] = {}
+        for key in sorted(set(raw) - {"sessionId", "reason", "resumeWhen", "mode", "_meta"}):
+            errors[key] = ["unknown field"]
+        if not isinstance(raw.get("sessionId"), str):
+            errors["sessionId"] = ["must be a string"]
+        for key in ("reason", "mode"):
+            if raw.get(key) is not None and not isinstance(raw[key], str):
+                errors[key] = ["must be a string"]
+        if errors:
+            raise invalid_params(errors)
+        principal = self._need("write")
+        live = await self._live(raw["sessionId"])
+        outcome = await db(sessions.suspend)(
+            live.session,
+            actor=principal.actor,
+            reason=raw.get("reason") or "",
+            resume_when=raw.get("resumeWhen"),
+            mode=raw.get("mode") or Suspension.Mode.FINISH_STEP,
+        )
+        live.poke()
+        susp = outcome.suspension
+        out: dict[str, Any] = {
+            "handle": susp.handle,
+            "reason": susp.reason,
+            "suspendedAt": ts(susp.suspended_at),
+            "summary": sessions.summary(outcome.task),
+            "_meta": {
+                TASK_META: {
+                    "taskId": outcome.task.id,
+                    "state": outcome.task.state,
+                    "mode": susp.mode,
+                    "deadline": ts(susp.deadline),
+                }
+            },
+        }
+        if susp.conditions:
+            out["resumeWhen"] = susp.conditions
+        return out
+
+
+def _part(block: Any) -> dict[str, Any] | None:
+    """A prompt content block as a stored message part (A2A 0.3 form)."""
+    if isinstance(block, s.TextContentBlock):
+        return {"kind": "text", "text": block.text}
+    if isinstance(block, s.EmbeddedResourceContentBlock):
+        res = block.resource
+        if isinstance(res, s.TextResourceContents):
+            return {"kind": "text", "text": f"{res.uri}\n{res.text}"}
+        return {
+            "kind": "file",
+            "file": {"bytes": res.blob, "uri": res.uri, "mimeType": res.mime_type or ""},
+        }
+    if isinstance(block, s.ResourceContentBlock):
+        return {"kind": "text", "text": block.uri}
+    if isinstance(block, s.ImageContentBlock | s.AudioContentBlock):
+        return {"kind": "file", "file": {"bytes": block.data, "mimeType": block.mime_type}}
+    return None
+
+
+def max_line_bytes() -> int:
+    return int(settings.TASKDECK["ACP"]["MAX_LINE_BYTES"])

@@ -1,0 +1,58 @@
+"""Domain errors as ACP JSON-RPC errors (ACP.md decision 8; PROTOCOL.md §2 where the
+meaning is the same). `error.data` explains in words and names fields, never a traceback."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from acp import RequestError
+
+from a2a.errors import NotAllowedNow, StaleHandle, TaskNotFound, refusal_hint
+from a2a.lifecycle import Action, TransitionRefused
+from a2a.validation import ValidationFailed
+
+AUTH_REQUIRED = -32000
+NOT_FOUND = -32002
+NOT_NOW = -32004
+NOT_SUSPENDABLE = -32011
+STALE_HANDLE = -32012
+NOT_SUSPENDED = -32013
+
+
+class SessionNotFound(Exception):
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(f"no session {session_id!r}")
+
+
+def invalid_params(errors: dict[str, list[str]]) -> RequestError:
+    detail = "; ".join(f"{k}: {', '.join(v)}" if k else ", ".join(v) for k, v in errors.items())
+    return RequestError(-32602, "Invalid params", {"detail": detail, "errors": errors})
+
+
+def auth_required(detail: str) -> RequestError:
+    return RequestError(AUTH_REQUIRED, "Authentication required", {"detail": detail})
+
+
+def from_domain(exc: Exception) -> RequestError | None:
+    """The ACP error for a domain error, or None when `exc` is not one."""
+    data: dict[str, Any]
+    if isinstance(exc, SessionNotFound):
+        return RequestError(NOT_FOUND, "Session not found", {"sessionId": exc.session_id})
+    if isinstance(exc, TaskNotFound):
+        return RequestError(NOT_FOUND, "Task not found", {"taskId": exc.task_id})
+    if isinstance(exc, ValidationFailed):
+        return invalid_params(exc.errors)
+    if isinstance(exc, StaleHandle):
+        data = {"detail": str(exc), "handle": exc.given}
+        return RequestError(STALE_HANDLE, "Resume handle does not match the suspension", data)
+    if isinstance(exc, TransitionRefused):
+        data = {"detail": refusal_hint(exc), "state": exc.state.value}
+        if exc.action is Action.RESUME:
+            return RequestError(NOT_SUSPENDED, "Session is not suspended", data)
+        if exc.action in (Action.PAUSE, Action.PARK):
+            return RequestError(NOT_SUSPENDABLE, "Session cannot be suspended now", data)
+        return RequestError(NOT_NOW, "Not possible in the task's state", data)
+    if isinstance(exc, NotAllowedNow):
+        return RequestError(NOT_NOW, "Not possible now", {"detail": str(exc), "state": exc.state})
+    return None

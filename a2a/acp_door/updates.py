@@ -1,0 +1,298 @@
+"""A session's TaskEvent log as ACP `session/update`s.
+
+One pure function of the log decides what a client sees, live or on `session/load`, so a
+replay is the same every time and the same as what was first seen (live sessions add only
+what a client must not see twice: permission requests and forms, which are questions,
+not history). Standard kinds only, unless the client opted in to the seed's
+`suspended` / `resumed` kinds (ACP.md decision 5): a standard client gets the same facts as
+an `agent_message_chunk` line and `session_info_update._meta`, never an unknown kind.
+
+Mapping (tool call ids are stable: `task-<taskId>`, `artifact-<eventId>`):
+created → tool_call (pending) · started → tool_call_update in_progress · agent text →
+agent_message_chunk · progress → tool_call_update (content "n of m", rawOutput) ·
+artifact → a completed tool_call holding its parts · input request → agent_message_chunk
+with the question · paused/parked → suspended (or its fallback) · resumed → resumed (or
+its fallback) · completed/failed/rejected/canceled/timed out → the final text and
+tool_call_update completed/failed. User messages (and answers) appear only in a replay, as
+user_message_chunk: live, the client sent them itself.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Q
+
+from a2a.event_kinds import EventKind, is_agent_text, is_user_message
+from a2a.formats import text_of, ts
+from a2a.input_requests import REQUEST_TYPE, find_data_part
+from a2a.models import Artifact, Message, Task, TaskEvent
+
+SUSPEND_META = "taskdeck/suspend"  # the _meta key of the seed's facts (ACP.md decision 3)
+TASK_META = "taskdeck"
+ARTIFACT_TEXT_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One TaskEvent with what rendering it needs (its task, message, artifact)."""
+
+    event: TaskEvent
+    task: Task
+    message: Message | None
+    artifact: Artifact | None
+
+    @property
+    def kind(self) -> str:
+        return self.event.kind
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return self.event.data or {}
+
+
+def read_facts(
+    context_id: str, cursors: dict[str, int], floor: int = 0, *, limit: int = 500
+) -> list[Fact]:
+    """The context's events not yet seen, in id order, with their rows (four queries).
+
+    `cursors` holds, per task, the last event id seen; a task not in it contributes every
+    event above `floor`. Per-task cursors are exact: one task's events are appended under
+    its row lock, so their ids grow in commit order (across tasks they need not)."""
+    unseen = Q(task__context_id=context_id, id__gt=floor) & ~Q(task_id__in=list(cursors))
+    for task_id, cursor in cursors.items():
+        unseen |= Q(task_id=task_id, id__gt=cursor)
+    events = list(TaskEvent.objects.filter(unseen).order_by("id")[:limit])
+    if not events:
+        return []
+    task_ids = {e.task_id for e in events}
+    tasks = {t.id: t for t in Task.objects.filter(pk__in=task_ids)}
+    wanted = {(e.task_id, e.data.get("messageSeq")) for e in events if e.data.get("messageSeq")}
+    messages = {
+        (m.task_id, m.seq): m
+        for m in Message.objects.filter(task_id__in=task_ids, seq__in={s for _, s in wanted})
+        if (m.task_id, m.seq) in wanted
+    }
+    artifact_keys = {
+        (e.task_id, e.data.get("artifactId")) for e in events if e.kind == EventKind.ARTIFACT_ADDED
+    }
+    artifacts = {
+        (a.task_id, a.artifact_id): a
+        for a in Artifact.objects.filter(
+            task_id__in=task_ids, artifact_id__in={aid for _, aid in artifact_keys}
+        )
+    }
+    return [
+        Fact(
+            event=e,
+            task=tasks[e.task_id],
+            message=messages.get((e.task_id, e.data.get("messageSeq"))),
+            artifact=artifacts.get((e.task_id, e.data.get("artifactId"))),
+        )
+        for e in events
+    ]
+
+
+def _chunk(kind: str, text: str) -> dict[str, Any]:
+    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+
+
+def _say(text: str) -> dict[str, Any]:
+    return _chunk("agent_message_chunk", text)
+
+
+def _task_call(task: Task) -> str:
+    return f"task-{task.id}"
+
+
+def _tool_update(task: Task, status: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": _task_call(task),
+        "status": status,
+        **extra,
+    }
+
+
+def _text_content(text: str) -> list[dict[str, Any]]:
+    return [{"type": "content", "content": {"type": "text", "text": text}}]
+
+
+def question_text(request: dict[str, Any], explanation: str) -> str:
+    """An input request as text: what is asked and how to answer by typing."""
+    lines = [explanation or request.get("title") or "Input required"]
+    if request.get("title") and request.get("title") != explanation:
+        lines.insert(0, f"**{request['title']}**")
+    if request.get("description"):
+        lines.append(request["description"])
+    fields = request.get("fields") or []
+    for f in fields:
+        label = f.get("label") or f["name"]
+        kind = f["type"]
+        if kind == "enum":
+            kind = "one of: " + ", ".join(map(str, f.get("options") or []))
+        elif kind == "approval":
+            kind = "approve or reject"
+        need = "required" if f.get("required") else "optional"
+        lines.append(f"- {label} ({kind}, {need})")
+    if len(fields) == 1 and fields[0]["type"] == "approval":
+        lines.append('Reply "approve" or "reject", optionally with a comment: "approve: ship it".')
+    elif len(fields) == 1:
+        lines.append("Reply with the value.")
+    elif fields:
+        names = ", ".join(f'"{f["name"]}": …' for f in fields)
+        lines.append(f"Reply with a JSON object: {{{names}}}.")
+    return "\n".join(lines)
+
+
+def request_of(fact: Fact) -> dict[str, Any]:
+    """The input request an `input_requested` event opened (from its status message)."""
+    if fact.message is None:
+        return {"requestId": fact.data.get("requestId")}
+    return find_data_part(fact.message.parts, REQUEST_TYPE) or {}
+
+
+def _artifact_text(fact: Fact) -> str:
+    a = fact.artifact
+    if a is None:
+        return ""
+    start = fact.data.get("partsFrom", 0)
+    parts = a.parts[start : start + fact.data.get("partsCount", len(a.parts) - start)]
+    out = []
+    for p in parts:
+        if p.get("kind") == "text":
+            out.append(p.get("text", ""))
+        elif p.get("kind") == "data":
+            out.append(json.dumps(p.get("data"), sort_keys=True, separators=(", ", ": ")))
+        elif p.get("kind") == "file":
+            f = p.get("file") or {}
+            out.append(f"file {f.get('name') or f.get('uri') or ''}".strip())
+    text = "\n".join(out)
+    return text if len(text) <= ARTIFACT_TEXT_CHARS else text[:ARTIFACT_TEXT_CHARS] + " …"
+
+
+def suspension_facts(fact: Fact) -> dict[str, Any]:
+    """The seed's `suspended` fields for a paused/parked event."""
+    data = fact.data
+    out: dict[str, Any] = {
+        "handle": data.get("handle"),
+        "reason": fact.event.reason,
+        "initiator": data.get("initiator"),
+        "suspendedAt": ts(fact.event.created_at),
+    }
+    if data.get("conditions"):
+        out["resumeWhen"] = data["conditions"]
+    return out
+
+
+def resumption_facts(fact: Fact) -> dict[str, Any]:
+    data = fact.data
+    return {
+        "handle": data.get("handle"),
+        "cause": data.get("cause"),
+        "hadResumeInput": bool(data.get("hadResumeInput")),
+        "continueTranscript": data.get("continueTranscript", True) is not False,
+        "resumedAt": ts(fact.event.created_at),
+    }
+
+
+def _task_meta(fact: Fact, **extra: Any) -> dict[str, Any]:
+    return {TASK_META: {"taskId": fact.task.id, "state": fact.event.to_state, **extra}}
+
+
+def render(fact: Fact, *, replay: bool, opted_in: bool) -> list[dict[str, Any]]:
+    """The `update` objects (the value of `params.update`) one event becomes."""
+    kind, data, task, event = fact.kind, fact.data, fact.task, fact.event
+    out: list[dict[str, Any]] = []
+    if replay and is_user_message(kind, data):
+        if kind == EventKind.INPUT_PROVIDED:
+            said = text_of(fact.message.parts) if fact.message else ""
+            shown = said or json.dumps(data.get("values") or {}, sort_keys=True)
+            out.append(_chunk("user_message_chunk", f"{data.get('decision', 'provided')}: {shown}"))
+        elif fact.message is not None and text_of(fact.message.parts):
+            out.append(_chunk("user_message_chunk", text_of(fact.message.parts)))
+    if kind == EventKind.CREATED:
+        out.append(
+            {
+                "sessionUpdate": "tool_call",
+                "toolCallId": _task_call(task),
+                "title": f"Taskdeck task ({task.skill})",
+                "kind": "other",
+                "status": "pending",
+                "rawInput": {"taskId": task.id, "skill": task.skill},
+                "_meta": _task_meta(fact),
+            }
+        )
+    elif kind == EventKind.STARTED:
+        out.append(_tool_update(task, "in_progress"))
+    elif is_agent_text(kind, data) and fact.message is not None:
+        if text := text_of(fact.message.parts):
+            out.append(_say(text))
+    elif kind == EventKind.PROGRESS:
+        done, total = data.get("done"), data.get("total")
+        out.append(
+            _tool_update(
+                task,
+                "in_progress",
+                content=_text_content(f"{done} of {total}"),
+                rawOutput={"progress": {"done": done, "total": total}},
+            )
+        )
+    elif kind == EventKind.ARTIFACT_ADDED:
+        name = fact.artifact.name if fact.artifact else data.get("artifactId")
+        out.append(
+            {
+                "sessionUpdate": "tool_call",
+                "toolCallId": f"artifact-{event.pk}",
+                "title": f"Artifact {name}" + (" (appended)" if data.get("append") else ""),
+                "kind": "other",
+                "status": "completed",
+                "content": _text_content(_artifact_text(fact)),
+                "rawOutput": {"artifactId": data.get("artifactId"), "taskId": task.id},
+            }
+        )
+    elif kind == EventKind.INPUT_REQUESTED:
+        explanation = text_of(fact.message.parts) if fact.message else event.reason
+        out.append(_say(question_text(request_of(fact), explanation)))
+    elif kind in (EventKind.PAUSED, EventKind.PARKED):
+        facts = suspension_facts(fact)
+        meta = _task_meta(fact, mode=data.get("mode") or None, deadline=data.get("deadline"))
+        if opted_in:
+            out.append({"sessionUpdate": "suspended", **facts, "_meta": meta})
+        else:
+            who = "the agent" if facts["initiator"] == "agent" else "the client"
+            out.append(
+                _say(
+                    f"⏸ Suspended by {who}: {facts['reason'] or 'no reason given'} "
+                    f"(handle {facts['handle']})"
+                )
+            )
+            out.append(
+                {
+                    "sessionUpdate": "session_info_update",
+                    "_meta": {SUSPEND_META: {"state": "suspended", **facts}, **meta},
+                }
+            )
+    elif kind == EventKind.RESUMED:
+        facts = resumption_facts(fact)
+        if opted_in:
+            out.append({"sessionUpdate": "resumed", **facts, "_meta": _task_meta(fact)})
+        else:
+            out.append(_say(f"▶ Resumed ({facts['cause']})"))
+            out.append(
+                {
+                    "sessionUpdate": "session_info_update",
+                    "_meta": {SUSPEND_META: {"state": "resumed", **facts}, **_task_meta(fact)},
+                }
+            )
+    elif kind == EventKind.COMPLETED:
+        if fact.message is not None and (text := text_of(fact.message.parts)):
+            out.append(_say(text))
+        out.append(_tool_update(task, "completed"))
+    elif kind in (EventKind.FAILED, EventKind.REJECTED, EventKind.CANCELED, EventKind.TIMED_OUT):
+        word = {"timed_out": "Timed out", "canceled": "Canceled", "rejected": "Rejected"}
+        out.append(_say(f"{word.get(kind, 'Failed')}: {event.reason or 'no reason given'}"))
+        out.append(_tool_update(task, "failed"))
+    return out

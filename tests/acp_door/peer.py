@@ -1,0 +1,289 @@
+"""The tests' ACP client: the official Python SDK (`acp`) spawning `manage.py acp`, run on
+its own event loop in a thread so that tests stay synchronous (and can use the same
+fixtures as every other suite: live HTTP, workers, `unchanged`).
+
+It records every session/update as the raw JSON the agent sent. Updates of a standard kind
+also go through the SDK's typed route, so one the SDK's schema refuses is recorded as an
+error, exactly as a standard client would log it; a client that did not opt in to the
+seed's kinds counts any unknown kind as an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process
+from acp import schema as s
+from acp.router import Route
+
+ROOT = Path(__file__).resolve().parents[2]
+STANDARD_KINDS = {
+    "user_message_chunk",
+    "agent_message_chunk",
+    "agent_thought_chunk",
+    "tool_call",
+    "tool_call_update",
+    "plan",
+    "available_commands_update",
+    "current_mode_update",
+    "session_info_update",
+    "config_option_update",
+    "usage_update",
+}
+
+
+class Client:
+    """The Client side the SDK calls into: answers permissions and forms as told."""
+
+    def __init__(self, peer: Peer) -> None:
+        self.peer = peer
+
+    async def request_permission(self, session_id, tool_call, options, **kw):
+        self.peer.asked.append(("permission", session_id, tool_call.model_dump(by_alias=True)))
+        choice = self.peer.permission(tool_call, options)
+        if choice is None:
+            return s.RequestPermissionResponse(outcome=s.DeniedOutcome(outcome="cancelled"))
+        return s.RequestPermissionResponse(
+            outcome=s.AllowedOutcome(outcome="selected", option_id=choice)
+        )
+
+    async def create_elicitation(self, message, mode, **kw):
+        schema = mode.requested_schema.model_dump(by_alias=True, exclude_none=True)
+        self.peer.asked.append(("form", message, schema))
+        content = self.peer.form(message, schema)
+        if content is None:
+            return s.DeclineElicitationResponse(action="decline")
+        return s.AcceptElicitationResponse(action="accept", content=content)
+
+    async def session_update(self, session_id, update, **kw):
+        pass  # recorded raw by Peer._on_update
+
+    async def read_text_file(self, *a, **kw):
+        raise RequestError.method_not_found("fs/read_text_file")
+
+    async def write_text_file(self, *a, **kw):
+        raise RequestError.method_not_found("fs/write_text_file")
+
+
+class Peer:
+    """`with Peer(env, opted_in=True) as peer:` one `manage.py acp` process and its client."""
+
+    def __init__(
+        self,
+        env: dict[str, str],
+        *,
+        opted_in: bool = False,
+        forms: bool = False,
+        log: Path | None = None,
+        command: list[str] | None = None,
+    ) -> None:
+        self.env = env
+        self.opted_in = opted_in
+        self.forms = forms
+        self.log_path = log
+        self.command = command or [sys.executable, str(ROOT / "manage.py"), "acp"]
+        self.updates: list[tuple[str, dict[str, Any]]] = []  # (sessionId, update)
+        self.errors: list[str] = []  # updates a client of this kind would refuse
+        self.asked: list[tuple] = []  # permission requests and forms, as asked
+        self.parked: list[dict[str, Any]] = []  # session/await_resumption requests
+        self.permission: Callable[[Any, Any], str | None] = lambda tool_call, options: "approve"
+        self.form: Callable[[str, dict], dict | None] = lambda message, schema: None
+        self.init: dict[str, Any] = {}
+        self._changed = threading.Condition()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._ready = None
+        self._stop: asyncio.Event | None = None
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    def __enter__(self) -> Peer:
+        self._thread.start()
+        self._ready = asyncio.run_coroutine_threadsafe(self._open(), self._loop)
+        self._ready.result(timeout=60)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+            self._runner.result(timeout=30)
+            self._stop = None
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+
+    async def _open(self) -> None:
+        self._stop = asyncio.Event()
+        opened: asyncio.Future = self._loop.create_future()
+        self._runner = asyncio.run_coroutine_threadsafe(self._run(opened), self._loop)
+        await opened
+
+    async def _run(self, opened: asyncio.Future) -> None:
+        stderr = open(self.log_path, "ab") if self.log_path else None  # noqa: SIM115
+        try:
+            async with spawn_agent_process(
+                Client(self),
+                self.command[0],
+                *self.command[1:],
+                env=self.env,
+                cwd=str(ROOT),
+                use_unstable_protocol=True,
+                observers=[self._observe],
+                transport_kwargs={"stderr": stderr},
+            ) as (conn, proc):
+                self.conn, self.proc = conn, proc
+                self._hook(conn)
+                opened.set_result(None)
+                await self._stop.wait()
+        except Exception as exc:
+            if not opened.done():
+                opened.set_exception(exc)
+            raise
+        finally:
+            if stderr is not None:
+                stderr.close()
+
+    def _hook(self, conn) -> None:
+        router = conn._conn._handler
+        typed = router._notifications["session/update"]
+
+        async def on_update(params: Any) -> None:
+            update = (params or {}).get("update") or {}
+            with self._changed:
+                self.updates.append((params.get("sessionId"), update))
+                kind = update.get("sessionUpdate")
+                if kind not in STANDARD_KINDS and not self.opted_in:
+                    self.errors.append(f"unknown update kind {kind!r}")
+                self._changed.notify_all()
+            if kind in STANDARD_KINDS:
+                try:
+                    await typed.handle(params)
+                except Exception as exc:  # the SDK's schema refused it
+                    with self._changed:
+                        self.errors.append(f"{kind}: {exc}")
+
+        async def on_park(params: Any) -> dict:
+            with self._changed:
+                self.parked.append(params)
+                self._changed.notify_all()
+            if not self.opted_in:
+                raise RequestError.method_not_found("session/await_resumption")
+            return {}
+
+        router.add_route(Route(method="session/update", func=on_update, kind="notification"))
+        router.add_route(Route(method="session/await_resumption", func=on_park, kind="request"))
+
+    def _observe(self, event) -> None:
+        pass
+
+    # --- calls ------------------------------------------------------------------------------
+
+    def call(self, method: str, params: Any = None, *, timeout: float = 60) -> Any:
+        """A raw JSON-RPC request; returns the result or raises acp.RequestError."""
+        coro = self.conn._conn.send_request(method, params)
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=timeout)
+
+    def start(self, method: str, params: Any = None):
+        """A request left running (a prompt); `.result(timeout)` waits for its answer."""
+        coro = self.conn._conn.send_request(method, params)
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+
+    def notify(self, method: str, params: Any) -> None:
+        coro = self.conn._conn.send_notification(method, params)
+        asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=10)
+
+    def error(self, method: str, params: Any = None, *, timeout: float = 60) -> RequestError:
+        try:
+            result = self.call(method, params, timeout=timeout)
+        except RequestError as exc:
+            return exc
+        raise AssertionError(f"{method} answered {result!r}, expected an error")
+
+    def initialize(self, **meta: Any) -> dict[str, Any]:
+        caps: dict[str, Any] = {"fs": {"readTextFile": False, "writeTextFile": False}}
+        if self.opted_in:
+            caps["_meta"] = {"taskdeck/suspend": {"updates": True, "awaitResumption": True}}
+        if self.forms:
+            caps["elicitation"] = {"form": {}}
+        self.init = self.call(
+            "initialize",
+            {
+                "protocolVersion": PROTOCOL_VERSION,
+                "clientCapabilities": caps,
+                "clientInfo": {"name": "taskdeck-tests", "version": "1"},
+                **meta,
+            },
+        )
+        return self.init
+
+    def new_session(self, cwd: str = "/work/project", mode: str | None = None) -> str:
+        sid = self.call("session/new", {"cwd": cwd, "mcpServers": []})["sessionId"]
+        if mode:
+            self.call("session/set_mode", {"sessionId": sid, "modeId": mode})
+        return sid
+
+    def prompt(self, sid: str, text: str, *, timeout: float = 60) -> dict[str, Any]:
+        return self.call(
+            "session/prompt",
+            {"sessionId": sid, "prompt": [{"type": "text", "text": text}]},
+            timeout=timeout,
+        )
+
+    # --- what arrived ---------------------------------------------------------------------
+
+    def seen(self, sid: str | None = None) -> list[dict[str, Any]]:
+        with self._changed:
+            return [u for s_, u in self.updates if sid is None or s_ == sid]
+
+    def wait_update(
+        self, sid: str, match: Callable[[dict[str, Any]], bool], *, after: int = 0, timeout=30
+    ) -> dict[str, Any]:
+        """The first update of session `sid` (from index `after`) that `match`es."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                mine = [u for s_, u in self.updates if s_ == sid][after:]
+                found = next((u for u in mine if match(u)), None)
+                if found is not None:
+                    return found
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    kinds = [u.get("sessionUpdate") for u in mine]
+                    raise AssertionError(f"no matching update within {timeout}s; saw {kinds}")
+                self._changed.wait(left)
+
+
+def kind(name: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda u: u.get("sessionUpdate") == name
+
+
+def says(text: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda u: (
+        u.get("sessionUpdate") == "agent_message_chunk"
+        and text in (u.get("content") or {}).get("text", "")
+    )
+
+
+def agent_env(api_key: str | None, **extra: str) -> dict[str, str]:
+    """The agent's environment: the test database (as the workers have it), the key."""
+    from tests.runtime.conftest import _env
+
+    env = _env()
+    env.pop("TASKDECK_API_KEY", None)
+    if api_key:
+        env["TASKDECK_API_KEY"] = api_key
+    env.update(extra)
+    return env
+
+
+def dump(updates: list[dict[str, Any]]) -> str:
+    return "\n".join(json.dumps(u, sort_keys=True) for u in updates)
