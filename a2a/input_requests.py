@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from a2a import jsonsafe
 from a2a.validation import ValidationFailed, is_int, is_number, json_equal
 
 REQUEST_TYPE = "a2a.input.request"
@@ -177,6 +178,13 @@ def values_from_text(request: dict[str, Any], text: str) -> dict[str, Any]:
     fields = request.get("fields") or []
     if not fields:
         return {}
+    if text.lstrip().startswith("{"):  # typed JSON: the values of every field at once
+        try:
+            values = jsonsafe.loads(text)
+        except (ValueError, RecursionError):
+            values = None
+        if isinstance(values, dict):
+            return values
     if len(fields) != 1:
         names = ", ".join(f["name"] for f in fields)
         why = f"this request has {len(fields)} fields ({names}); answer with a DataPart of "

@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 AUTH_METHOD = "taskdeck-api-key"
 KEY_ENV = "TASKDECK_API_KEY"
+METADATA_META = "taskdeck/metadata"  # prompt _meta: metadata for the task a prompt starts
 RESUME_CAUSES = [c.value for c in Suspension.Cause]
 SEED_RESUME_FIELDS = ("handle", "input", "continueTranscript")
 SUSPEND_CAPS = {
@@ -321,7 +322,11 @@ class Door:
         parts = [part for block in req.prompt if (part := _part(block)) is not None]
         if not parts:
             raise invalid_params({"prompt": ["holds no text or resource Taskdeck can read"]})
-        stop, meta = await live.run_turn(parts, principal.actor)
+        # Like A2A's params.metadata: what a new task's agent reads (items, build, pace …)
+        metadata = (req.field_meta or {}).get(METADATA_META) or {}
+        if not isinstance(metadata, dict):
+            raise invalid_params({f"_meta.{METADATA_META}": ["must be an object"]})
+        stop, meta = await live.run_turn(parts, principal.actor, metadata)
         out: dict[str, Any] = {"stopReason": stop}
         if meta:
             out["_meta"] = meta

@@ -191,7 +191,9 @@ class LiveSession:
 
     # --- turns ------------------------------------------------------------------------
 
-    async def run_turn(self, parts: list[dict[str, Any]], actor: Actor) -> tuple[str, dict]:
+    async def run_turn(
+        self, parts: list[dict[str, Any]], actor: Actor, metadata: dict[str, Any]
+    ) -> tuple[str, dict]:
         if self.turn is not None and not self.turn.done.done():
             raise RequestError(
                 -32004,
@@ -199,7 +201,9 @@ class LiveSession:
                 {"detail": "wait for it, or cancel it (session/cancel)"},
             )
         async with self.lock:
-            prompted = await db(sessions.prompt)(self.session, parts, actor=actor)
+            prompted = await db(sessions.prompt)(
+                self.session, parts, actor=actor, metadata=metadata
+            )
             turn = Turn(prompted.task.id)
             self.turn = turn
         self.poke()

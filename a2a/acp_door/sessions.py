@@ -22,6 +22,7 @@ from a2a import services, skills
 from a2a.acp_door.errors import SessionNotFound
 from a2a.acp_door.models import AcpSession
 from a2a.errors import TaskNotFound, ValidationFailed
+from a2a.formats import text_of
 from a2a.input_requests import RESPONSE_TYPE
 from a2a.lifecycle import TERMINAL, Action, State, TransitionRefused
 from a2a.models import Task, TaskEvent
@@ -119,10 +120,15 @@ class Prompted:
     answered: bool
 
 
-def prompt(session: AcpSession, parts: list[dict[str, Any]], *, actor: services.Actor) -> Prompted:
-    """A prompt: a user message to the session's task (or a new task of its mode)."""
-    from a2a.formats import text_of
-
+def prompt(
+    session: AcpSession,
+    parts: list[dict[str, Any]],
+    *,
+    actor: services.Actor,
+    metadata: dict[str, Any] | None = None,
+) -> Prompted:
+    """A prompt: a user message to the session's task (or a new task of its mode, with
+    `metadata` for its agent)."""
     title = session.title or _title(text_of(parts), session.cwd)
     message = services.IncomingMessage(message_id=f"acp-{uuid.uuid4()}", parts=parts)
     with transaction.atomic():
@@ -133,7 +139,7 @@ def prompt(session: AcpSession, parts: list[dict[str, Any]], *, actor: services.
             task_id=locked.task_id,
             context_id=locked.context_id,
             skill=locked.skill,
-            metadata={"skill": locked.skill},
+            metadata={**(metadata or {}), "skill": locked.skill},
             origin=services.Origin(Task.Origin.ACP, locked.session_id, title),
             after_end="new_task",
         )

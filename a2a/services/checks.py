@@ -78,8 +78,9 @@ def conditions(value: Conditions | dict[str, Any] | None, field: str) -> Conditi
         return Conditions()
     if isinstance(value, Conditions):
         return value
+    storable(value, field)
     try:
-        return parse_conditions(storable(value, field))
+        return parse_conditions(value)
     except ValidationFailed as exc:
         raise exc.prefixed(field) from None
 

@@ -35,13 +35,18 @@ def request_input(
     holding the explanation (TextPart) and the request (DataPart). Returns the request in
     canonical form; its `requestId` is generated when the agent gave none."""
     checks.text(explanation, "explanation", limit=checks.MAX_TEXT)
-    checks.mapping(request, "request")
+    if not isinstance(request, dict):
+        raise ValidationFailed({"request": ["must be an object"]})
+    checks.storable(request, "request")
     with transaction.atomic():
         task = lock(task_id)
         m = move(task.state, Action.REQUEST_AUTH if auth else Action.REQUEST_INPUT)
         number = task.input_request_count + 1
         raw = {"requestId": f"req-{task.id}-{number}", **request}
-        canonical = parse_request(raw)
+        try:
+            canonical = parse_request(raw)
+        except ValidationFailed as exc:
+            raise exc.prefixed("request") from None
         at = now()
         msg = _agent_message(task, explanation, at, [{"kind": "data", "data": canonical}])
         task.status_message = msg

@@ -47,6 +47,7 @@ def create_task(
     if origin.door not in ("", *Task.Origin.values):
         raise ValidationFailed({"origin": [f"must be one of {', '.join(Task.Origin.values)}"]})
     checks.text(origin.title, "origin.title", limit=200)
+    checks.text(origin.ref, "origin.ref", limit=checks.MAX_ID)
     at = now()
     with transaction.atomic():
         refs = set(message.reference_task_ids)
@@ -67,7 +68,7 @@ def create_task(
             updated_at=at,
             version=0,
             origin=origin.door,
-            origin_ref=origin.ref[:128],
+            origin_ref=origin.ref,
             origin_title=origin.title,
         )
         msg = append_message(task, message, at)
@@ -239,6 +240,7 @@ def reject_task(task_id: str, *, actor: Actor, reason: str, text: str | None = N
 def cancel_task(task_id: str, *, actor: Actor, reason: str = "") -> Task:
     """Cancel from any non-terminal state. An open suspension ends as `canceled`
     (which also clears a Bindu checkpoint) and an open input request is withdrawn."""
+    checks.reason(reason)
     with transaction.atomic():
         task = lock(task_id)
         target = move(task.state, Action.CANCEL).to
