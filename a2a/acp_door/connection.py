@@ -140,8 +140,8 @@ class Door:
         token = os.environ.get(KEY_ENV, "").strip()
         try:
             door.principal = await db(authenticate)(f"Bearer {token}" if token else None)
-        except Unauthenticated as exc:
-            door.key_problem = f"{KEY_ENV}: {exc}" if token else str(exc)
+        except Unauthenticated as exc:  # no key (the default message says how), or a bad one
+            door.key_problem = f"{KEY_ENV}: {exc}" if token else ""
         return door
 
     # --- lifecycle ----------------------------------------------------------------------

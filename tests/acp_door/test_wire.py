@@ -1,0 +1,168 @@
+"""What `manage.py acp` does with lines no real client should send: each gets a JSON-RPC
+error on stdout, nothing is written, and the process keeps serving. Raw bytes on stdin,
+because the SDK client cannot send garbage."""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import sys
+import threading
+
+import pytest
+from django.db import connections
+
+from a2a.acp_door.models import AcpSession
+from tests.acp_door.peer import ROOT, agent_env
+
+pytestmark = pytest.mark.django_db(transaction=True)
+MAX_LINE = 4096
+
+
+class RawAgent:
+    def __init__(self, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(ROOT / "manage.py"), "acp"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=ROOT,
+        )
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        self.stderr: list[bytes] = []
+        threading.Thread(
+            target=self._read, args=(self.proc.stdout, self.lines.put), daemon=True
+        ).start()
+        threading.Thread(
+            target=self._read, args=(self.proc.stderr, self.stderr.append), daemon=True
+        ).start()
+
+    @staticmethod
+    def _read(stream, put) -> None:
+        for line in iter(stream.readline, b""):
+            put(line)
+
+    def send(self, line: bytes) -> dict:
+        self.proc.stdin.write(line + b"\n")
+        self.proc.stdin.flush()
+        return self.answer()
+
+    def answer(self) -> dict:
+        raw = self.lines.get(timeout=30)
+        return json.loads(raw)  # every stdout line is a protocol message
+
+    def call(self, rpc_id, method: str, params) -> dict:
+        body = {"jsonrpc": "2.0", "id": rpc_id, "method": method, "params": params}
+        return self.send(json.dumps(body).encode())
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=20)
+
+
+@pytest.fixture
+def raw_agent(acp_key, django_db_blocker):
+    with django_db_blocker.unblock():
+        connections.close_all()
+    agent = RawAgent(agent_env(acp_key, TASKDECK_ACP_MAX_LINE_BYTES=str(MAX_LINE)))
+    init = agent.call(0, "initialize", {"protocolVersion": 1})
+    assert init["result"]["protocolVersion"] == 1, init
+    yield agent
+    agent.close()
+
+
+def nested(depth: int):
+    value: object = "x"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+BAD_LINES = [
+    (b"{not json", None, -32700),
+    (b'{"jsonrpc":"2.0","id":1,"method":"session/list"', None, -32700),
+    (b"null", None, -32600),
+    (b'"just a string"', None, -32600),
+    (b"42", None, -32600),
+    (b'[{"jsonrpc":"2.0","id":1,"method":"session/list"}]', None, -32600),
+    (b'{"foo": 1}', None, -32600),
+    (b'{"jsonrpc":"2.0","id":3,"method":"session/list","params":{"x":1e400}}', None, -32700),
+    (b'{"jsonrpc":"2.0","id":4,"method":"session/list","params":{"x":NaN}}', None, -32700),
+    (b"[" * 2000 + b"]" * 2000, None, -32700),  # deeper than Python's recursion
+    (b"[" * 100_000 + b"]" * 100_000, None, -32600),  # and over the line limit
+]
+
+
+def test_every_bad_line_is_answered_and_the_agent_keeps_serving(raw_agent, unchanged):
+    with unchanged():
+        for line, rpc_id, code in BAD_LINES:
+            answer = raw_agent.send(line)
+            assert answer.get("error", {}).get("code") == code, (line[:60], answer)
+            assert answer["id"] == rpc_id
+        params = {"cwd": "x" * (2 * MAX_LINE), "mcpServers": []}
+        oversized = json.dumps(
+            {"jsonrpc": "2.0", "id": 5, "method": "session/new", "params": params}
+        )
+        answer = raw_agent.send(oversized.encode())
+        assert (
+            answer["error"]["code"] == -32600
+            and "over 4096 bytes" in answer["error"]["data"]["detail"]
+        )
+    # still serving, and the oversized line did not leak into the next one
+    assert raw_agent.call(6, "session/list", {})["result"] == {"sessions": []}
+    assert AcpSession.objects.count() == 0
+
+
+REFUSED_CALLS = [
+    ("session/unknown", {}, -32601),
+    ("session/new", {"cwd": 5, "mcpServers": []}, -32602),
+    ("session/new", "not an object", -32602),
+    ("session/new", {"cwd": "/w\u0000x", "mcpServers": []}, -32602),  # NUL: cannot be stored
+    ("session/new", {"cwd": "/w\ud800", "mcpServers": []}, -32602),  # lone surrogate
+    ("session/new", {"cwd": "/w", "mcpServers": [], "_meta": {"x": nested(70)}}, -32602),
+    ("session/prompt", {"sessionId": "sess-x", "prompt": "hi"}, -32602),
+    (
+        "session/prompt",
+        {"sessionId": "sess-x", "prompt": [{"type": "text", "text": "a\u0000"}]},
+        -32602,
+    ),
+    (
+        "session/prompt",
+        {"sessionId": "sess-nope", "prompt": [{"type": "text", "text": "hi"}]},
+        -32002,
+    ),
+    ("session/set_mode", {"sessionId": "sess-nope", "modeId": 7}, -32602),
+    ("session/suspend", [], -32602),
+    ("session/suspend", {"sessionId": "sess-nope", "reason": 5}, -32602),
+    ("session/suspend", {"sessionId": "sess-nope", "colour": "red"}, -32602),
+    ("session/suspend", {"sessionId": "sess-nope"}, -32002),
+    ("session/resume", {"sessionId": "sess-nope", "cwd": "/w", "handle": "h"}, -32002),
+    ("session/load", {"sessionId": 7, "cwd": "/w", "mcpServers": []}, -32602),
+    ("authenticate", {"methodId": "password"}, -32602),
+]
+
+
+def test_bad_requests_get_their_error_with_their_id_and_write_nothing(raw_agent, unchanged):
+    with unchanged():
+        for i, (method, params, code) in enumerate(REFUSED_CALLS, start=10):
+            answer = raw_agent.call(i, method, params)
+            assert answer["id"] == i, (method, answer)
+            assert answer.get("error", {}).get("code") == code, (method, params, answer)
+            assert "Traceback" not in json.dumps(answer)
+    assert AcpSession.objects.count() == 0
+    assert raw_agent.call(99, "session/list", {})["result"] == {"sessions": []}
+    assert raw_agent.proc.poll() is None
+
+
+def test_stdout_carries_protocol_lines_only(raw_agent):
+    """Logs, warnings and a failing request's traceback go to stderr; every stdout line
+    parses as a JSON-RPC message."""
+    raw_agent.call(1, "session/new", {"cwd": "/w", "mcpServers": []})
+    raw_agent.call(2, "session/unknown", {})
+    raw_agent.close()
+    rest = []
+    while not raw_agent.lines.empty():
+        rest.append(json.loads(raw_agent.lines.get()))
+    assert all(m.get("jsonrpc") == "2.0" for m in rest)
