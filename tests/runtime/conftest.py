@@ -22,6 +22,7 @@ from a2a import services, skills
 from a2a.lifecycle import TERMINAL
 from a2a.models import Task
 from a2a.runtime.models import RunLease
+from tests.acp_door.conftest import acp_key, op, open_peer, operator  # noqa: F401 (fixtures)
 from tests.conftest import CLIENT, user_message
 from tests.runtime.agents import flaky, shifty
 

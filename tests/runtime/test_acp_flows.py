@@ -1,0 +1,198 @@
+"""Editors driving Taskdeck's agents over ACP, end to end: the official SDK client spawns
+`manage.py acp`, real workers run the agents, the test watches the wire and the database."""
+
+from __future__ import annotations
+
+import pytest
+
+from a2a.acp_door.models import AcpSession
+from a2a.models import Task
+from tests.acp_door.peer import kind, says
+from tests.runtime.conftest import settle_tasks, wait_idle, wait_state
+from tests.runtime.test_flows import item_steps, make_due, post_event, report, results
+
+pytestmark = pytest.mark.django_db(transaction=True)
+CWD = "/work/projects/shop"
+
+
+@pytest.fixture
+def editor(runtime, open_peer, acp_key):
+    """open an opted-in (by default) editor; every task it made is settled afterwards."""
+
+    def make(**kw):
+        kw.setdefault("opted_in", True)
+        return open_peer(acp_key, **kw)
+
+    yield make
+    settle_tasks(list(Task.objects.values_list("id", flat=True)))
+
+
+def prompt(peer, sid: str, text: str, **metadata):
+    """Start a prompt (its task gets `metadata`); returns the running request."""
+    params = {"sessionId": sid, "prompt": [{"type": "text", "text": text}]}
+    if metadata:
+        params["_meta"] = {"taskdeck/metadata": metadata}
+    return peer.start("session/prompt", params)
+
+
+def task_of(sid: str) -> Task:
+    return Task.objects.get(pk=AcpSession.objects.get(pk=sid).task_id)
+
+
+def progress_at_least(n: int):
+    return lambda u: (u.get("rawOutput") or {}).get("progress", {}).get("done", 0) >= n
+
+
+def finished(u) -> bool:
+    return u.get("sessionUpdate") == "tool_call_update" and u.get("status") in (
+        "completed",
+        "failed",
+    )
+
+
+@pytest.mark.parametrize(
+    ("choice", "ending"), [("approve", "Plan carried out"), ("reject", "Plan rejected")]
+)
+def test_an_approval_is_asked_as_a_permission_and_the_answer_decides(editor, choice, ending):
+    with editor() as peer:
+        peer.permission = lambda tool_call, options: choice
+        sid = peer.new_session(CWD, mode="approval")
+        answer = peer.prompt(sid, "Roll out 2.14")
+        assert answer["stopReason"] == "end_turn"
+        assert answer["_meta"]["taskdeck"]["state"] == "completed"
+        [(what, _, tool_call)] = peer.asked
+        assert what == "permission" and tool_call["title"] == "Approve the plan"
+        seen = peer.seen(sid)
+        assert any(u.get("title") == "Artifact plan.md" for u in seen)
+        assert says(ending)(seen[-2]) and finished(seen[-1])
+        assert peer.errors == []
+
+
+@pytest.mark.parametrize("mode", ["finish_step", "interrupt_immediate", "wait_for_completion"])
+def test_suspend_mid_batch_then_resume_runs_every_item_once(editor, mode):
+    items = 12 if mode == "wait_for_completion" else 30
+    with editor() as peer:
+        sid = peer.new_session(CWD, mode="batch")
+        running = prompt(peer, sid, "Re-render thumbnails", items=items, pace=2)
+        peer.wait_update(sid, progress_at_least(3))
+        out = peer.call("session/suspend", {"sessionId": sid, "reason": "check", "mode": mode})
+        answer = running.result(timeout=30)
+        assert answer["stopReason"] == "end_turn"
+        assert answer["_meta"]["taskdeck/suspend"]["handle"] == out["handle"]
+        task = task_of(sid)
+        wait_idle(task.id)
+        done_while_paused = len(item_steps(task))
+        if mode == "wait_for_completion":
+            assert done_while_paused == items  # the turn ran to its end, then held
+        else:
+            assert done_while_paused < items
+        assert Task.objects.get(pk=task.id).state == "paused-by-client"
+        mark = len(peer.seen(sid))
+        peer.call("session/resume", {"sessionId": sid, "cwd": CWD, "handle": out["handle"]})
+        peer.wait_update(sid, kind("resumed"), after=mark)
+        # the work after the resume reaches the editor between turns (decision 6)
+        peer.wait_update(sid, finished, after=mark, timeout=60)
+        wait_state(task.id, "completed")
+        assert results(task) == list(range(items))
+        assert sorted(item_steps(task)) == sorted(f"item {i}" for i in range(items))
+
+
+def test_an_agent_that_parks_itself_is_woken_by_an_event_over_http(editor, rpc):
+    with editor() as peer:
+        sid = peer.new_session(CWD, mode="ci-wait")
+        answer = prompt(peer, sid, "Run the suite", build=4321).result(timeout=30)
+        parked = answer["_meta"]["taskdeck/suspend"]
+        assert answer["stopReason"] == "end_turn" and parked["initiator"] == "agent"
+        suspended = peer.wait_update(sid, kind("suspended"))
+        assert suspended["resumeWhen"]["onEvent"] == "ci.build.completed:4321"
+        [request] = peer.parked  # the seed's agent → client session/await_resumption
+        assert request["reason"] == "waiting for ci.build.completed:4321"
+        assert request["conditions"]["onEvent"] == "ci.build.completed:4321"
+        task = task_of(sid)
+        wait_idle(task.id)
+        post_event(rpc, "ci.build.completed:4321", {"status": "green"})
+        resumed = peer.wait_update(sid, kind("resumed"))
+        assert resumed["cause"] == "external_event" and resumed["hadResumeInput"] is True
+        peer.wait_update(sid, finished)
+        assert report(task) == {"build": 4321, "status": "green", "cause": "external_event"}
+
+
+def test_a_parked_agent_is_woken_by_its_timeout(editor):
+    with editor() as peer:
+        sid = peer.new_session(CWD, mode="ci-wait")
+        prompt(peer, sid, "Run", build=77, onTimeout="resume_with_input").result(timeout=30)
+        task = task_of(sid)
+        wait_idle(task.id)
+        make_due(task)
+        resumed = peer.wait_update(sid, kind("resumed"))
+        assert resumed["cause"] == "timeout"
+        peer.wait_update(sid, finished)
+        assert report(task) == {"build": 77, "status": "assumed-green", "cause": "timeout"}
+
+
+def test_resume_with_input_and_a_fresh_transcript(editor):
+    with editor() as peer:
+        sid = peer.new_session(CWD, mode="ci-wait")
+        answer = prompt(peer, sid, "Run", build=55).result(timeout=30)
+        task = task_of(sid)
+        wait_idle(task.id)
+        handle = answer["_meta"]["taskdeck/suspend"]["handle"]
+        peer.call(
+            "session/resume",
+            {
+                "sessionId": sid,
+                "cwd": CWD,
+                "handle": handle,
+                "input": {"status": "manual"},
+                "continueTranscript": False,
+            },
+        )
+        peer.wait_update(sid, says("I see a fresh turn (digest)"))
+        peer.wait_update(sid, finished)
+        assert report(task)["status"] == "manual"
+
+
+def test_cancel_ends_the_prompt_and_stops_the_task(editor):
+    with editor() as peer:
+        sid = peer.new_session(CWD, mode="batch")
+        running = prompt(peer, sid, "Long job", items=30, pace=4)
+        peer.wait_update(sid, progress_at_least(1))
+        peer.notify("session/cancel", {"sessionId": sid})
+        assert running.result(timeout=30)["stopReason"] == "cancelled"
+        task = task_of(sid)
+        wait_idle(task.id)
+        assert task.state == "canceled" and len(item_steps(task)) < 30
+        peer.wait_update(sid, says("Canceled: canceled from the editor (session/cancel)"))
+
+
+def test_load_after_a_restart_replays_what_was_first_seen(editor):
+    with editor() as first:
+        sid = first.new_session(CWD, mode="approval")
+        first.prompt(sid, "Roll out 2.14")
+        live = first.seen(sid)
+    with editor() as second:  # a new process: nothing in memory
+        second.call("session/load", {"sessionId": sid, "cwd": CWD, "mcpServers": []})
+        replay = second.seen(sid)
+    with editor() as third:
+        third.call("session/load", {"sessionId": sid, "cwd": CWD, "mcpServers": []})
+        again = third.seen(sid)
+    assert replay == again  # the same every time
+    user = [u for u in replay if u["sessionUpdate"] == "user_message_chunk"]
+    assert user[0]["content"]["text"] == "Roll out 2.14"
+    assert [u for u in replay if u["sessionUpdate"] != "user_message_chunk"] == live
+
+
+def test_a_standard_client_meets_no_unknown_kind_through_a_park_and_wake(editor, rpc):
+    with editor(opted_in=False) as peer:
+        sid = peer.new_session(CWD, mode="ci-wait")
+        prompt(peer, sid, "Run", build=99).result(timeout=30)
+        task = task_of(sid)
+        wait_idle(task.id)
+        post_event(rpc, "ci.build.completed:99", {"status": "green"})
+        peer.wait_update(sid, says("▶ Resumed (external_event)"))
+        peer.wait_update(sid, finished)
+        assert peer.seen(sid) and peer.errors == [] and peer.parked == []
+        assert any(
+            says("⏸ Suspended by the agent: waiting for ci.build.completed:99")(u)
+            for u in peer.seen(sid)
+        )
