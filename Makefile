@@ -10,7 +10,7 @@ PG_URL ?= postgres://postgres@127.0.0.1:5432/taskdeck
 REDIS ?= redis://127.0.0.1:6379/0
 
 .PHONY: run scale-out test test-sqlite test-postgres lint install clean
-.PHONY: interop-venv
+.PHONY: interop-venv acp-peers
 
 # The official a2a-sdk client for tests/interop lives in its own virtualenv: its import name
 # is `a2a`, like our Django app, so it must never be installed into $(VENV). The http-server
@@ -33,6 +33,19 @@ $(INTEROP_STAMP):
 	@rm -f $(INTEROP)/.installed-*; touch $@
 
 interop-venv: $(INTEROP_STAMP)
+
+# Real ACP clients for tests/runtime/test_acpx.py: the acpx command-line client (npm, MIT),
+# installed with the machine's Node.js into .acp-peers/ (never committed).
+ACP_PEERS := .acp-peers
+ACPX_VERSION := 0.19.1
+ACPX_STAMP := $(ACP_PEERS)/.installed-acpx-$(ACPX_VERSION)
+
+$(ACPX_STAMP):
+	@command -v npm >/dev/null || { apt-get update -qq && apt-get install -y -qq nodejs npm; }
+	npm install --prefix $(ACP_PEERS) --no-audit --no-fund --loglevel=error acpx@$(ACPX_VERSION)
+	@rm -f $(ACP_PEERS)/.installed-*; touch $@
+
+acp-peers: $(ACPX_STAMP)
 
 ## Run Taskdeck on 127.0.0.1:8000 with demo data: web server, 2 agent workers and the
 ## scheduler (SQLite, in-memory channel layer).
@@ -70,11 +83,11 @@ test: $(STAMP)
 
 # Browser tests run in their own pytest process: sync Playwright keeps an event loop in
 # the main thread, which the async and ORM tests must not share (STACK-NOTES.md).
-test-sqlite: $(STAMP) interop-venv
+test-sqlite: $(STAMP) interop-venv acp-peers
 	$(VENV)/bin/pytest -p no:cacheprovider tests --ignore=tests/browser
 	$(VENV)/bin/pytest -p no:cacheprovider tests/browser
 
-test-postgres: $(STAMP) interop-venv
+test-postgres: $(STAMP) interop-venv acp-peers
 	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS) TASKDECK_EXPECT_POSTGRES=1 \
 	  $(VENV)/bin/pytest -p no:cacheprovider tests --ignore=tests/browser
 	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS) TASKDECK_EXPECT_POSTGRES=1 \
@@ -84,4 +97,4 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 
 clean:
-	rm -rf $(VENV) var .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(INTEROP) $(ACP_PEERS) var .pytest_cache .ruff_cache
