@@ -48,6 +48,7 @@ from pydantic import ValidationError
 from a2a import jsonsafe, services
 from a2a.auth import Unauthenticated, authenticate
 from a2a.event_kinds import EventKind
+from a2a.formats import text_of
 from a2a.lifecycle import PAUSED, State
 from a2a.models import Task
 from a2a.notify import Listener, group_name
@@ -103,9 +104,7 @@ def _ending(task_id: str) -> tuple[str, dict, list[Interrupt], str, str]:
     failure = task.events.filter(
         kind__in=[EventKind.FAILED, EventKind.REJECTED, EventKind.TIMED_OUT]
     ).last()
-    text = ""
-    if task.status_message is not None:
-        text = " ".join(p.get("text", "") for p in task.status_message.parts)
+    text = text_of(task.status_message.parts) if task.status_message is not None else ""
     return task.state, snapshot, pending, (failure.reason if failure else ""), text
 
 

@@ -17,6 +17,7 @@ from django.db import close_old_connections
 
 from a2a import services
 from a2a.errors import TaskError, TransitionRefused
+from a2a.formats import text_of
 from a2a.lifecycle import TERMINAL, State
 from a2a.models import Suspension, Task
 from a2a.runtime import leases, registry
@@ -74,9 +75,8 @@ def _snapshot(task_id: str) -> tuple[Task, dict[int, StepRecord], list[dict], Re
 
 
 def _message(role: str, parts: list[dict[str, Any]]) -> dict[str, Any]:
-    text = "\n".join(p["text"] for p in parts if p.get("kind") == "text")
     data = [p["data"] for p in parts if p.get("kind") == "data"]
-    return {"role": role, "text": text, "data": data}
+    return {"role": role, "text": text_of(parts), "data": data}
 
 
 def _watch_state(task_id: str) -> tuple[str, str]:

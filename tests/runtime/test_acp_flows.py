@@ -97,7 +97,16 @@ def test_suspend_mid_batch_then_resume_runs_every_item_once(editor, mode):
         assert sorted(item_steps(task)) == sorted(f"item {i}" for i in range(items))
 
 
-def test_an_agent_that_parks_itself_is_woken_by_an_event_over_http(editor, rpc):
+@pytest.mark.parametrize(
+    ("event", "payload", "cause"),
+    [
+        ("ci.build.completed:4321", {"status": "green"}, "external_event"),  # onEvent
+        ("ci.status", {"build": 4321, "state": "finished", "status": "green"}, "condition_fired"),
+    ],
+)
+def test_an_agent_that_parks_itself_is_woken_by_an_event_over_http(
+    editor, rpc, event, payload, cause
+):
     with editor() as peer:
         sid = peer.new_session(CWD, mode="ci-wait")
         answer = prompt(peer, sid, "Run the suite", build=4321).result(timeout=30)
@@ -110,11 +119,11 @@ def test_an_agent_that_parks_itself_is_woken_by_an_event_over_http(editor, rpc):
         assert request["conditions"]["onEvent"] == "ci.build.completed:4321"
         task = task_of(sid)
         wait_idle(task.id)
-        post_event(rpc, "ci.build.completed:4321", {"status": "green"})
+        post_event(rpc, event, payload)
         resumed = peer.wait_update(sid, kind("resumed"))
-        assert resumed["cause"] == "external_event" and resumed["hadResumeInput"] is True
+        assert resumed["cause"] == cause and resumed["hadResumeInput"] is True
         peer.wait_update(sid, finished)
-        assert report(task) == {"build": 4321, "status": "green", "cause": "external_event"}
+        assert report(task) == {"build": 4321, "status": "green", "cause": cause}
 
 
 def test_a_parked_agent_is_woken_by_its_timeout(editor):
