@@ -209,12 +209,13 @@ class Door:
         state = s.SessionModeState(current_mode_id=current, available_modes=modes)
         return state.model_dump(mode="json", by_alias=True, exclude_none=True)
 
-    async def _attach(self, session, *, replayed: dict[str, int] | None = None) -> LiveSession:
+    async def _attach(
+        self, session, *, replayed: tuple[dict[str, int], int] | None = None
+    ) -> LiveSession:
+        """Follow `session` on this connection from now on (or from where a replay ended)."""
         live = self.live.get(session.session_id)
         if live is None:
-            cursors, floor = await db(sessions.attach_point)(session)
-            if replayed is not None:
-                cursors, floor = replayed, floor
+            cursors, floor = replayed or await db(sessions.attach_point)(session)
             live = LiveSession(self, session, cursors, floor)
             self.live[session.session_id] = live
             live.start()
@@ -237,8 +238,7 @@ class Door:
         old = self.live.pop(session.session_id, None)
         if old is not None:
             await old.stop()
-        cursors = await LiveSession.replay(self, session)
-        await self._attach(session, replayed=cursors)
+        await self._attach(session, replayed=await LiveSession.replay(self, session))
         return {"modes": self._modes(session.skill)}
 
     async def resume_session(self, req: s.ResumeSessionRequest, raw: dict) -> dict:

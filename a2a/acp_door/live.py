@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from acp import RequestError
 from acp import schema as s
 from channels.db import database_sync_to_async
+from channels.layers import InMemoryChannelLayer
 from django.conf import settings
 from pydantic import ValidationError
 
@@ -56,6 +57,8 @@ log = logging.getLogger(__name__)
 db = database_sync_to_async
 STANDARD = {"suspended", "resumed"}  # the seed's kinds: raw, to opted-in clients only
 STOP_REASONS = {State.REJECTED: "refusal", State.CANCELED: "cancelled"}
+INPUT_META = "taskdeck/input"  # a prompt that ends on an open question names it here
+IDLE_POLL_SECONDS = 2.0  # between turns, when the channel layer can wake us
 ASK_ATTEMPTS = 3
 
 
@@ -64,6 +67,7 @@ class Turn:
     task_id: str
     done: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     asking: set[str] = field(default_factory=set)  # request ids with a question in flight
+    cancelling: bool = False  # session/cancel arrived: the turn ends `cancelled`
 
     def end(self, stop: str, meta: dict[str, Any] | None = None) -> None:
         if not self.done.done():
@@ -118,6 +122,14 @@ class LiveSession:
             self.listener = Listener(group_name(task_id))
             await self.listener.join()
 
+    def _must_poll(self) -> bool:
+        """Poll often while a turn waits on its task (a worker that goes idle says nothing)
+        or when no announcement can reach us (the in-memory layer cannot hear workers)."""
+        listener = self.listener
+        if self.turn is not None or listener is None or not listener.joined:
+            return True
+        return isinstance(listener.layer, InMemoryChannelLayer)
+
     async def _wait(self, seconds: float) -> None:
         if self.wake.is_set():
             return
@@ -140,18 +152,14 @@ class LiveSession:
                 self.wake.clear()
                 async with self.lock:
                     await self._listen_to(self.session.task_id)
-                    facts = await db(read_facts)(self.session.context_id, self.cursors, self.floor)
-                    for fact in facts:
-                        self.cursors[fact.task.id] = fact.event.pk
-                        for update in render(
-                            fact, replay=False, opted_in=self.door.client.opted_in
-                        ):
-                            await self.send(update)
-                        self._react(fact)
+                    facts = await self._drain()
                     if not facts and self.turn is not None:
-                        await self._end_if_idle(self.turn)
+                        verdict = await self._idle_verdict(self.turn)
+                        # what committed while we looked is sent before the answer
+                        if verdict is not None and not (facts := await self._drain()):
+                            self.turn.end("end_turn", verdict)
                 if not facts:
-                    await self._wait(poll)
+                    await self._wait(poll if self._must_poll() else IDLE_POLL_SECONDS)
         except asyncio.CancelledError:
             raise
         except (ConnectionError, BrokenPipeError):
@@ -160,6 +168,16 @@ class LiveSession:
             log.exception("following session %s failed", self.session.session_id)
             if self.turn is not None:
                 self.turn.done.set_exception(RequestError.internal_error({"detail": "follower"}))
+
+    async def _drain(self) -> int:
+        """Send the updates of every event not seen yet; how many events there were."""
+        facts = await db(read_facts)(self.session.context_id, self.cursors, self.floor)
+        for fact in facts:
+            self.cursors[fact.task.id] = fact.event.pk
+            for update in render(fact, replay=False, opted_in=self.door.client.opted_in):
+                await self.send(update)
+            self._react(fact)
+        return len(facts)
 
     async def send(self, update: dict[str, Any]) -> None:
         """One session/update: standard kinds through the SDK's models (validated), the
@@ -175,15 +193,17 @@ class LiveSession:
     # --- replay ------------------------------------------------------------------------
 
     @classmethod
-    async def replay(cls, door: Door, session: AcpSession) -> dict[str, int]:
+    async def replay(cls, door: Door, session: AcpSession) -> tuple[dict[str, int], int]:
         """`session/load`: every update of the session from its first event, the same
-        every time; returns the per-task cursors where live following starts."""
+        every time; returns where live following starts (per-task cursors, and the floor
+        for tasks the replay did not meet: the log's end before the replay began)."""
+        _, floor = await db(sessions.attach_point)(session)
         cursors: dict[str, int] = {}
         probe = cls(door, session, {}, 0)
         while True:
             facts = await db(read_facts)(session.context_id, cursors, 0)
             if not facts:
-                return cursors
+                return cursors, floor
             for fact in facts:
                 cursors[fact.task.id] = fact.event.pk
                 for update in render(fact, replay=True, opted_in=door.client.opted_in):
@@ -217,16 +237,25 @@ class LiveSession:
         turn = self.turn
         if turn is None:
             return
+        turn.cancelling = True  # the turn ends `cancelled`, whatever the follower sees first
         canceled = await db(sessions.cancel)(self.session, actor=actor, reason=reason)
         if not canceled:  # it ended meanwhile; the client still asked to stop
             turn.end("cancelled")
         self.poke()
 
-    async def _end_if_idle(self, turn: Turn) -> None:
-        if not turn.asking and await db(settled)(turn.task_id):
-            state = await db(_state)(turn.task_id)
-            if state == State.WORKING:
-                turn.end("end_turn", {TASK_META: {"taskId": turn.task_id, "state": state}})
+    async def _idle_verdict(self, turn: Turn) -> dict[str, Any] | None:
+        """No new events: the turn's end `_meta` when the task has nothing more to do (the
+        agent left it working and no worker holds it) or waits for an answer no question
+        in flight will bring (the client cannot or did not answer it); else None."""
+        if turn.asking or turn.cancelling or not await db(settled)(turn.task_id):
+            return None
+        state, request = await db(_waiting_on)(turn.task_id)  # after settled: see below
+        meta: dict[str, Any] = {TASK_META: {"taskId": turn.task_id, "state": state}}
+        if state in (State.INPUT_REQUIRED, State.AUTH_REQUIRED):
+            return {**meta, INPUT_META: request}
+        if state == State.WORKING:
+            return meta
+        return None  # paused or over: its event ends the turn, with what it says
 
     def _react(self, fact: Fact) -> None:
         """Live-only consequences of an event: end the turn, ask a question, tell an
@@ -300,22 +329,10 @@ class LiveSession:
                         return
                     except ValidationFailed as exc:
                         await self.send(_say_refused(exc))
-            turn.end(
-                "end_turn",
-                {
-                    TASK_META: {"taskId": fact.task.id, "state": "input-required"},
-                    "taskdeck/input": request,
-                },
-            )
+            # Not answered here (no way to ask, dismissed, declined): the question stays
+            # open as text and the follower ends the turn naming it (_idle_verdict).
         except (TimeoutError, ConnectionError, RequestError) as exc:
             log.info("question %s not answered over ACP: %r", request_id, exc)
-            turn.end(
-                "end_turn",
-                {
-                    TASK_META: {"taskId": fact.task.id, "state": "input-required"},
-                    "taskdeck/input": request,
-                },
-            )
         finally:
             turn.asking.discard(request_id)
             self.poke()
@@ -371,10 +388,12 @@ class LiveSession:
             await self.send(_say_refused(exc))
 
 
-def _state(task_id: str) -> str | None:
+def _waiting_on(task_id: str) -> tuple[str | None, dict[str, Any] | None]:
+    """The task's state and its open input request."""
     from a2a.models import Task
 
-    return Task.objects.filter(pk=task_id).values_list("state", flat=True).first()
+    row = Task.objects.filter(pk=task_id).values_list("state", "input_request").first()
+    return row if row is not None else (None, None)
 
 
 def _say_refused(exc: ValidationFailed) -> dict[str, Any]:

@@ -24,19 +24,20 @@ from a2a.models import Task
 from a2a.runtime.models import RunLease
 from tests.acp_door.conftest import acp_key, op, open_peer, operator  # noqa: F401 (fixtures)
 from tests.conftest import CLIENT, user_message
-from tests.runtime.agents import flaky, shifty
+from tests.runtime.agents import asker, flaky, shifty
 
 ROOT = Path(__file__).resolve().parents[2]
 # The misbehaving test agents run in the workers (TASKDECK_EXTRA_AGENTS below); this process
 # offers their skills too, so that the services accept tasks for them.
-skills.register(lambda: [flaky.SKILL, shifty.SKILL])
+skills.register(lambda: [flaky.SKILL, shifty.SKILL, asker.SKILL])
 FAST = {
     "TASKDECK_AGENT_DELAY_SCALE": "0.05",
     "TASKDECK_LEASE_SECONDS": "2",
     "TASKDECK_POLL_SECONDS": "0.05",
     "TASKDECK_SCHEDULER_INTERVAL": "0.1",
     "TASKDECK_REQUEUE_SECONDS": "2",
-    "TASKDECK_EXTRA_AGENTS": "tests.runtime.agents.flaky,tests.runtime.agents.shifty",
+    "TASKDECK_EXTRA_AGENTS": "tests.runtime.agents.flaky,tests.runtime.agents.shifty,"
+    "tests.runtime.agents.asker",
     # push: webhooks on 127.0.0.1 (the tests' own servers), quick retries
     "TASKDECK_PUSH_ALLOW_PRIVATE": "1",
     "TASKDECK_PUSH_BACKOFF_SECONDS": "0.2",

@@ -78,7 +78,7 @@ def test_suspend_mid_batch_then_resume_runs_every_item_once(editor, mode):
         out = peer.call("session/suspend", {"sessionId": sid, "reason": "check", "mode": mode})
         answer = running.result(timeout=30)
         assert answer["stopReason"] == "end_turn"
-        assert answer["_meta"]["taskdeck/suspend"]["handle"] == out["handle"]
+        assert answer["_meta"]["taskdeck/suspend"]["handle"] == out["handle"], answer
         task = task_of(sid)
         wait_idle(task.id)
         done_while_paused = len(item_steps(task))
@@ -205,3 +205,51 @@ def test_a_standard_client_meets_no_unknown_kind_through_a_park_and_wake(editor,
             says("⏸ Suspended by the agent: waiting for ci.build.completed:99")(u)
             for u in peer.seen(sid)
         )
+
+
+def test_a_dismissed_approval_stays_open_and_the_next_prompt_answers_it(editor):
+    with editor() as peer:
+        peer.permission = lambda tool_call, options: None  # the user closes the dialog
+        sid = peer.new_session(CWD, mode="approval")
+        answer = peer.prompt(sid, "Roll out 2.14")
+        assert answer["stopReason"] == "end_turn"
+        assert answer["_meta"]["taskdeck/input"]["title"] == "Approve the plan"
+        assert task_of(sid).state == "input-required"
+        peer.wait_update(sid, says('Reply "approve" or "reject"'))
+        refused = peer.error(
+            "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "maybe"}]}
+        )
+        assert refused.code == -32602 and task_of(sid).state == "input-required"
+        done = peer.prompt(sid, "approve: after the freeze")
+        assert done["_meta"]["taskdeck"]["state"] == "completed"
+        assert "Approver said: after the freeze" in " ".join(
+            p["text"] for p in task_of(sid).status_message.parts
+        )
+
+
+def test_other_questions_are_forms_and_a_refused_answer_is_asked_again(editor):
+    answers = iter([{"priority": "urgent", "count": 3}, {"priority": "high", "count": 3}])
+    with editor(forms=True) as peer:
+        peer.form = lambda message, schema: next(answers)
+        sid = peer.new_session(CWD, mode="asker")
+        answer = peer.prompt(sid, "Plan it")
+        assert answer["_meta"]["taskdeck"]["state"] == "completed"
+        (_, first, schema), (_, second, _) = [a for a in peer.asked if a[0] == "form"]
+        assert first == "Two questions."
+        assert schema["properties"]["priority"]["enum"] == ["low", "high"]
+        assert set(schema["required"]) == {"priority", "count"}
+        assert second.startswith("That answer was refused")
+        peer.wait_update(sid, says("That answer was refused: message.parts.0.data.values.priority"))
+        peer.wait_update(sid, says("priority=high, count=3"))
+
+
+def test_without_forms_several_fields_are_answered_as_typed_json(editor):
+    with editor(forms=False) as peer:
+        sid = peer.new_session(CWD, mode="asker")
+        answer = peer.prompt(sid, "Plan it")
+        assert [f["name"] for f in answer["_meta"]["taskdeck/input"]["fields"]] == [
+            "priority",
+            "count",
+        ]
+        assert peer.prompt(sid, '{"priority": "low", "count": 5}')["stopReason"] == "end_turn"
+        peer.wait_update(sid, says("priority=low, count=5"))
