@@ -43,6 +43,12 @@ def task_entry(
             else previous.get("summaries", {}).get("artifacts", 0),
         },
         "pause": pause_facts(task.current_suspension),
+        # where it came in (never changes): {door, ref, title}, or null when not recorded
+        "origin": (
+            {"door": task.origin, "ref": task.origin_ref, "title": task.origin_title}
+            if task.origin
+            else None
+        ),
     }
 
 

@@ -29,13 +29,20 @@ class Filters:
     skill: str = ""
     context: str = ""
     q: str = ""
+    origin: str = ""  # a Task.Origin value; any other value matches nothing, as for state
 
     @classmethod
     def from_query(cls, query) -> Filters:
         def get(key: str) -> str:
             return (query.get(key) or "").replace("\x00", "").strip()[:FILTER_CHARS]
 
-        return cls(state=get("state"), skill=get("skill"), context=get("context"), q=get("q"))
+        return cls(
+            state=get("state"),
+            skill=get("skill"),
+            context=get("context"),
+            q=get("q"),
+            origin=get("origin"),
+        )
 
     def as_query(self) -> dict[str, str]:
         return {k: v for k, v in vars(self).items() if v}
@@ -73,6 +80,8 @@ def entry_matches(entry: dict[str, Any], f: Filters) -> bool:
         return False
     if f.context and entry.get("contextId") != f.context:
         return False
+    if f.origin and (entry.get("origin") or {}).get("door", "") != f.origin:
+        return False
     if f.q:
         hay = _haystack(entry)
         return all(term in hay for term in f.q.lower().split())
@@ -88,6 +97,34 @@ def matching_entries(f: Filters) -> list[dict[str, Any]]:
         qs = qs.filter(status=f.state)
     entries = qs.values_list("entry", flat=True)
     return [e for e in entries if entry_matches(e, f)]
+
+
+# --- where a task came from (the task page; the board reads it from the view entry) ---
+
+
+ORIGIN_REF = {Task.Origin.ACP: "session", Task.Origin.AGUI: "thread"}
+
+
+@dataclass(frozen=True)
+class Origin:
+    """How the dashboard shows the door a task came in by. Blank `door`: not recorded."""
+
+    task_id: str
+    door: str
+    ref: str = ""
+    title: str = ""
+
+    @property
+    def label(self) -> str:  # "ACP session"
+        return Task.Origin(self.door).label if self.door in Task.Origin.values else self.door
+
+    @property
+    def ref_noun(self) -> str:  # "session", "thread"
+        return ORIGIN_REF.get(self.door, "reference")
+
+
+def origin_of(task: Task) -> Origin:
+    return Origin(task.id, task.origin, task.origin_ref, task.origin_title)
 
 
 # --- bulk preview --------------------------------------------------------------------------

@@ -75,6 +75,7 @@ def board(request: HttpRequest) -> HttpResponse:
             "filters": selectors.Filters.from_query(request.GET),
             "states": STATES,
             "skills": [s["id"] for s in skills.catalog()],
+            "origin_choices": Task.Origin.choices,
             "modes": forms.MODES,
         },
     )
@@ -113,6 +114,7 @@ def _detail_context(request, task_id: str, **extra) -> dict[str, Any]:
         "page": "detail",
         "detail": detail,
         "task": task,
+        "origin": selectors.origin_of(task),
         "title": detail.title or task.id,
         "pause": susp,
         "pause_conditions": timeline._conditions(susp.conditions) if susp else [],

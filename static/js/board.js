@@ -3,7 +3,7 @@
 // Order is stable (newest task first): at 20 changes a second rows must not jump under the
 // operator's pointer; a changed row flashes instead.
 
-import { describe, el, matches, STATE_LABELS, STATES, hhmm } from "./describe.js";
+import { describe, el, matches, originLabels, STATE_LABELS, STATES, hhmm } from "./describe.js";
 
 const metrics = { firstRender: null, snapshotRender: [], deltas: [], paints: [] };
 window.__boardMetrics = metrics;
@@ -22,7 +22,20 @@ export function start(live) {
 
   function readFilters() {
     const q = new URLSearchParams(location.search);
-    return { state: q.get("state") || "", skill: q.get("skill") || "", context: q.get("context") || "", q: q.get("q") || "" };
+    return { state: q.get("state") || "", skill: q.get("skill") || "", context: q.get("context") || "", q: q.get("q") || "", origin: q.get("origin") || "" };
+  }
+
+  // Where a task came in by: a calm tag beside its id, from the view entry (never changes).
+  function placeOrigin(row, entry) {
+    const o = originLabels(entry.origin);
+    if (!o || row.cells.origin) return;
+    row.cells.origin = el(
+      "span",
+      { class: "origin", "data-origin": entry.origin.door, title: o.spoken },
+      el("span", { class: "sr-only" }, o.spoken),
+      el("span", { class: "origin-text", "aria-hidden": "true" }, o.short),
+    );
+    row.cells.sub.append(row.cells.origin);
   }
 
   function makeRow(entry) {
@@ -42,7 +55,8 @@ export function start(live) {
     cells.chip = el("span", { class: "chip" });
     tr.append(el("div", { class: "col-state", role: "cell" }, cells.chip));
     cells.link = el("a", { class: "task-link", href: `/tasks/${encodeURIComponent(id)}` });
-    cells.sub = el("span", { class: "task-sub" });
+    cells.ids = el("span", { class: "task-ids" });
+    cells.sub = el("span", { class: "task-sub" }, cells.ids);
     tr.append(el("div", { class: "col-task", role: "cell" }, cells.link, cells.sub));
     cells.line = el("span", { class: "line" });
     tr.append(el("div", { class: "col-line", role: "cell" }, cells.line));
@@ -53,6 +67,7 @@ export function start(live) {
     cells.time = el("time");
     tr.append(el("div", { class: "col-time", role: "cell" }, cells.time));
     const row = { tr, cells, entry: null, status: null, updatedAt: null };
+    placeOrigin(row, entry);
     fillRow(row, entry);
     return row;
   }
@@ -72,7 +87,7 @@ export function start(live) {
     const title = entry.title || entry.taskId;
     if (c.link.textContent !== title) c.link.textContent = title;
     const sub = `${entry.skill || "—"} · ${entry.taskId.slice(0, 8)}`;
-    if (c.sub.textContent !== sub) c.sub.textContent = sub;
+    if (c.ids.textContent !== sub) c.ids.textContent = sub;
     const line = describe(entry);
     if (c.line.textContent !== line) {
       c.line.textContent = line;
@@ -215,7 +230,13 @@ export function start(live) {
   // Filters live in the URL: change one and the board, the counts and the bulk form follow.
   function setFilters() {
     const data = new FormData(filterForm);
-    filters = { state: data.get("state") || "", skill: data.get("skill") || "", context: (data.get("context") || "").trim(), q: (data.get("q") || "").trim() };
+    filters = {
+      state: data.get("state") || "",
+      skill: data.get("skill") || "",
+      context: (data.get("context") || "").trim(),
+      q: (data.get("q") || "").trim(),
+      origin: data.get("origin") || "",
+    };
     const q = new URLSearchParams(Object.entries(filters).filter(([, v]) => v));
     history.replaceState(null, "", q.toString() ? `?${q}` : location.pathname);
     if (bulkForm) for (const k of Object.keys(filters)) bulkForm.elements[k].value = filters[k];

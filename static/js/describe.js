@@ -77,6 +77,25 @@ export function describe(entry) {
   return `${label.toLowerCase()} at ${hhmm(entry.updatedAt)}${text ? `: ${text}` : ""}`;
 }
 
+// Where a task came in by, as the board's tag shows it and a screen reader says it.
+const ORIGIN_SHORT = { a2a: "A2A", agui: "AG-UI", acp: "ACP", dashboard: "Dashboard" };
+const ORIGIN_SPOKEN = {
+  a2a: "Came from an A2A client",
+  agui: "Came from an AG-UI client",
+  acp: "Came from an ACP session",
+  dashboard: "Started from the dashboard",
+};
+
+export function originLabels(origin) {
+  if (!origin || !origin.door) return null;
+  const door = ORIGIN_SHORT[origin.door] || origin.door;
+  const said = ORIGIN_SPOKEN[origin.door] || `Came from ${origin.door}`;
+  return {
+    short: origin.title ? `${door} · ${origin.title}` : door,
+    spoken: origin.title ? `${said}: ${origin.title}` : said,
+  };
+}
+
 // The same rules as dashboard.selectors.entry_matches (the server uses those for bulk).
 export function matches(entry, f) {
   if (f.state === "paused") {
@@ -84,6 +103,7 @@ export function matches(entry, f) {
   } else if (f.state && entry.status !== f.state) return false;
   if (f.skill && entry.skill !== f.skill) return false;
   if (f.context && entry.contextId !== f.context) return false;
+  if (f.origin && ((entry.origin || {}).door || "") !== f.origin) return false;
   if (f.q) {
     const pause = entry.pause || {};
     const hay = [entry.taskId, entry.contextId, entry.skill, entry.title, entry.statusText, pause.reason, pause.requestedBy]

@@ -1,5 +1,5 @@
 """The board's own JavaScript: the JSON-Patch applier agrees with the `jsonpatch` library,
-and agent-provided text stays text."""
+and agent-provided text (an ACP session's title too) stays text."""
 
 from __future__ import annotations
 
@@ -77,6 +77,7 @@ def test_agent_text_is_shown_as_text_on_the_board(open_as, operator, runtime):
             actor=CLIENT,
             skill="scheduled",
             metadata={"skill": "scheduled", "minutes": 60},
+            origin=services.Origin("acp", f"sess {payload}", f"shop: {payload}"),
         )
         wait_state(task.id, "paused-by-agent")
         services.pause_task(task.id, actor=CLIENT, reason=f"reason {payload}")
@@ -86,8 +87,15 @@ def test_agent_text_is_shown_as_text_on_the_board(open_as, operator, runtime):
         line = page.locator(f'#board-rows [data-task="{task_id}"]')
         expect(line.locator(".task-link")).to_have_text(f"task {payload}")
         expect(line.locator(".line")).to_contain_text(f"reason {payload}")
+        expect(line.locator(".origin-text")).to_have_text(f"ACP · shop: {payload}")
+        expect(line.locator(".origin")).to_have_attribute(
+            "title", f"Came from an ACP session: shop: {payload}"
+        )
     assert page.locator("#board-rows img, #board-rows script").count() == 0
     page.goto(f"/tasks/{ids[1]}")
     expect(page.locator(".task-title")).to_have_text(f"task {PAYLOADS[1]}")
     expect(page.locator(".banner-reason")).to_have_text(f"reason {PAYLOADS[1]}")
+    expect(page.locator("#task-origin")).to_have_text(
+        f"ACP session — shop: {PAYLOADS[1]} (session sess {PAYLOADS[1]})"
+    )
     assert page.locator("main img").count() == 0

@@ -223,7 +223,7 @@ def test_the_board_counts_states_and_says_what_each_task_waits_for(open_as, oper
     parked = start("ci-wait", "Run the integration suite for PR 81", build=81)
     scheduled = start("scheduled", "Post the daily digest", minutes=60)
     done = start("batch", "Re-render 2 thumbnails", items=2)
-    broken = start("no-such-agent", "Summarise the incident")
+    broken = start("flaky", "Summarise the incident")  # fails after its first step
     held = start("budget", "Research three vendors for log storage", budget=100)
     # six agents share the two test workers; on a loaded machine that takes a while
     wait_state(approval.id, "input-required", timeout=120)
