@@ -141,9 +141,12 @@ class LiveSession:
         finally:
             for w in waits:
                 w.cancel()
+            # asyncio.wait never raises its tasks' outcomes, only our own cancellation: a
+            # stop() that lands here must not be swallowed (it was, and close hung)
+            await asyncio.wait(waits)
             for w in waits:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await w
+                if not w.cancelled():
+                    w.exception()  # retrieved, so asyncio does not log it
 
     async def _follow(self) -> None:
         poll = float(settings.TASKDECK["ACP"]["POLL_SECONDS"])
