@@ -160,9 +160,8 @@ def _to(state: State, task_id: str) -> None:
         services.cancel_task(task_id, actor=CLIENT, reason="no longer needed")
 
 
-@pytest.fixture
-def make_task(transactional_db) -> Callable[..., Task]:
-    """make_task(state="working") -> a Task in that state, made through the services."""
+def task_maker() -> Callable[..., Task]:
+    """make(state="working") -> a Task in that state, made through the services."""
 
     def make(state: str | State = State.SUBMITTED, text: str = "hello", **kw) -> Task:
         if WORKERS_RUNNING:
@@ -175,6 +174,12 @@ def make_task(transactional_db) -> Callable[..., Task]:
         return Task.objects.get(pk=task.id)
 
     return make
+
+
+@pytest.fixture
+def make_task(transactional_db) -> Callable[..., Task]:
+    """Tasks that commit (other processes — a live server, workers — can see them)."""
+    return task_maker()
 
 
 def db_state() -> dict[str, list]:

@@ -12,9 +12,17 @@ from django.conf import settings
 from a2a import services
 from a2a.errors import NotAllowedNow, TaskNotFound, ValidationFailed
 from a2a.models import Task
-from tests.conftest import AGENT, CLIENT, user_message
+from tests.conftest import AGENT, CLIENT, task_maker, user_message
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# Each test runs in a transaction rolled back at its end (no flush): the services' own
+# atomic blocks nest as savepoints, and nothing here needs a commit (no other process).
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def make_task(db):
+    return task_maker()
+
 
 TERMINAL = ["completed", "failed", "canceled", "rejected"]
 PAUSED = ["paused-by-client", "paused-by-agent"]
