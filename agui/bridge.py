@@ -20,7 +20,6 @@ from django.db import IntegrityError, transaction
 
 from a2a import services
 from a2a.errors import NotAllowedNow, StaleHandle, TaskNotFound, ValidationFailed
-from a2a.input_requests import RESPONSE_TYPE
 from a2a.lifecycle import TransitionRefused
 from a2a.models import Task
 from agui.models import AguiRun, AguiThread, Interrupt
@@ -74,22 +73,8 @@ def _answer(interrupt: Interrupt, entry, actor: services.Actor) -> None:
         values = entry.payload if entry.payload is not None else {}
         if not isinstance(values, dict):
             raise ValidationFailed({"payload": ["must be an object of field name: value"]})
-        services.receive_message(
-            services.IncomingMessage(
-                message_id=str(uuid.uuid4()),
-                parts=[
-                    {
-                        "kind": "data",
-                        "data": {
-                            "type": RESPONSE_TYPE,
-                            "requestId": interrupt.request_id,
-                            "values": values,
-                        },
-                    }
-                ],
-            ),
-            actor=actor,
-            task_id=interrupt.task_id,
+        services.answer_input(
+            interrupt.task_id, interrupt.request_id, values, actor=actor, via="agui"
         )
     else:
         services.resume_task(

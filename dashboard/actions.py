@@ -24,7 +24,6 @@ from a2a.errors import (
     ValidationFailed,
     refusal_hint,
 )
-from a2a.input_requests import RESPONSE_TYPE
 from a2a.models import Task
 from dashboard.models import AuditEntry
 
@@ -171,18 +170,10 @@ def emit_event(user, name: str, payload: dict[str, Any], *, task_id: str = "") -
 def answer(user, task_id: str, *, request_id: str, values: dict[str, Any], summary: str) -> Result:
     """Answer an open input request. The services validate the values against the request's
     fields; their errors come back keyed by field name and the task keeps waiting."""
-    message = services.IncomingMessage(
-        message_id=f"dashboard-{uuid.uuid4()}",
-        parts=[
-            {
-                "kind": "data",
-                "data": {"type": RESPONSE_TYPE, "requestId": request_id, "values": values},
-            }
-        ],
-        metadata={"via": "taskdeck-dashboard"},
-    )
     try:
-        services.receive_message(message, actor=actor_of(user), task_id=task_id)
+        services.answer_input(
+            task_id, request_id, values, actor=actor_of(user), via="taskdeck-dashboard"
+        )
     except ValidationFailed as exc:
         errors = field_errors(exc.errors)
         return refuse(user, "answer", task_id, explain(exc), reason=summary, errors=errors)

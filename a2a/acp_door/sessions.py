@@ -23,7 +23,6 @@ from a2a.acp_door.errors import SessionNotFound
 from a2a.acp_door.models import AcpSession
 from a2a.errors import TaskNotFound, ValidationFailed
 from a2a.formats import text_of
-from a2a.input_requests import RESPONSE_TYPE
 from a2a.lifecycle import TERMINAL, Action, State, TransitionRefused
 from a2a.models import Task, TaskEvent
 
@@ -224,14 +223,4 @@ def cancel(session: AcpSession, *, actor: services.Actor, reason: str) -> bool:
 
 def answer(task_id: str, request_id: str, values: dict[str, Any], *, actor: services.Actor):
     """An answer given through a permission request or a form."""
-    message = services.IncomingMessage(
-        message_id=f"acp-answer-{uuid.uuid4()}",
-        parts=[
-            {
-                "kind": "data",
-                "data": {"type": RESPONSE_TYPE, "requestId": request_id, "values": values},
-            }
-        ],
-        metadata={"via": "acp"},
-    )
-    return services.receive_message(message, actor=actor, task_id=task_id)
+    return services.answer_input(task_id, request_id, values, actor=actor, via="acp")

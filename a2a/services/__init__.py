@@ -8,7 +8,7 @@ so they all get the same rules and the same errors.
 
 from a2a.services._core import SCHEDULER, SYSTEM, Actor, IncomingMessage, Origin
 from a2a.services.inputs import provide_input, request_input
-from a2a.services.messages import Delivered, receive_message
+from a2a.services.messages import Delivered, answer_input, receive_message
 from a2a.services.pausing import (
     PauseOutcome,
     ResumeOutcome,
@@ -44,6 +44,7 @@ __all__ = [
     "accepts_output",
     "add_artifact",
     "add_message",
+    "answer_input",
     "cancel_task",
     "complete_task",
     "create_task",

@@ -14,6 +14,7 @@ What happens depends only on the task it is for, never on the door:
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -21,6 +22,7 @@ from django.conf import settings
 from django.db import transaction
 
 from a2a.errors import ValidationFailed
+from a2a.input_requests import RESPONSE_TYPE
 from a2a.lifecycle import TERMINAL, State
 from a2a.models import Task
 from a2a.services._core import Actor, IncomingMessage, Origin, lock
@@ -63,6 +65,31 @@ def receive_message(
         waiting = current.state in (State.INPUT_REQUIRED, State.AUTH_REQUIRED)
         task = add_message(task_id, message, actor=actor)
         return Delivered(task, created=False, answered=waiting)
+
+
+def answer_input(
+    task_id: str,
+    request_id: str,
+    values: dict[str, Any],
+    *,
+    actor: Actor,
+    via: str,
+) -> Delivered:
+    """Answer a task's open input request with field values (a form, a permission choice,
+    an AG-UI resume): the structured `a2a.input.response` message, through the same path
+    as any message, so the same validation applies. `via` names the door (message
+    metadata)."""
+    message = IncomingMessage(
+        message_id=f"{via}-{uuid.uuid4()}",
+        parts=[
+            {
+                "kind": "data",
+                "data": {"type": RESPONSE_TYPE, "requestId": request_id, "values": values},
+            }
+        ],
+        metadata={"via": via},
+    )
+    return receive_message(message, actor=actor, task_id=task_id)
 
 
 def _new(

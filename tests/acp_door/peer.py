@@ -261,6 +261,18 @@ class Peer:
                     raise AssertionError(f"no matching update within {timeout}s; saw {kinds}")
                 self._changed.wait(left)
 
+    def wait_parked(self, n: int = 1, *, timeout: float = 30) -> list[dict[str, Any]]:
+        """The session/await_resumption requests, once `n` arrived (the agent sends them
+        beside the prompt's answer, so they may come just after it)."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while len(self.parked) < n:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"{len(self.parked)} await_resumption requests, not {n}")
+                self._changed.wait(left)
+            return list(self.parked)
+
 
 def kind(name: str) -> Callable[[dict[str, Any]], bool]:
     return lambda u: u.get("sessionUpdate") == name

@@ -36,6 +36,7 @@ FAST = {
     "TASKDECK_POLL_SECONDS": "0.05",
     "TASKDECK_SCHEDULER_INTERVAL": "0.1",
     "TASKDECK_REQUEUE_SECONDS": "2",
+    "TASKDECK_ACP_POLL_SECONDS": "0.05",  # ACP sessions re-read their log (no Redis here)
     "TASKDECK_EXTRA_AGENTS": "tests.runtime.agents.flaky,tests.runtime.agents.shifty,"
     "tests.runtime.agents.asker",
     # push: webhooks on 127.0.0.1 (the tests' own servers), quick retries

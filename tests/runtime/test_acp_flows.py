@@ -114,7 +114,7 @@ def test_an_agent_that_parks_itself_is_woken_by_an_event_over_http(
         assert answer["stopReason"] == "end_turn" and parked["initiator"] == "agent"
         suspended = peer.wait_update(sid, kind("suspended"))
         assert suspended["resumeWhen"]["onEvent"] == "ci.build.completed:4321"
-        [request] = peer.parked  # the seed's agent → client session/await_resumption
+        [request] = peer.wait_parked()  # the seed's agent → client session/await_resumption
         assert request["reason"] == "waiting for ci.build.completed:4321"
         assert request["conditions"]["onEvent"] == "ci.build.completed:4321"
         task = task_of(sid)
