@@ -23,15 +23,16 @@ def _digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def create_key(name: str, scopes: list[str]) -> tuple[ApiKey, str]:
-    """A new key and its token; the token is not stored and cannot be shown again."""
+def create_key(name: str, scopes: list[str], owner: str = "") -> tuple[ApiKey, str]:
+    """A new key and its token; the token is not stored and cannot be shown again. Keys
+    with the same `owner` (default: the key's name) share their tasks."""
     unknown = sorted(set(scopes) - set(SCOPES))
     if unknown or not scopes:
         raise ValueError(f"scopes must be a non-empty subset of {', '.join(SCOPES)}")
     prefix = secrets.token_hex(4)
     token = f"td_{prefix}_{secrets.token_urlsafe(32)}"
     key = ApiKey.objects.create(
-        name=name, prefix=prefix, digest=_digest(token), scopes=sorted(set(scopes))
+        name=name, prefix=prefix, digest=_digest(token), scopes=sorted(set(scopes)), owner=owner
     )
     return key, token
 

@@ -11,6 +11,7 @@ from rest_framework.authentication import BaseAuthentication
 from rest_framework.permissions import BasePermission
 
 from a2a import api_keys
+from a2a.models import ApiKey
 from a2a.services import Actor
 
 
@@ -30,8 +31,8 @@ def authenticate(authorization: str | None) -> Principal:
     where anonymous calls are allowed: a client that sends a key expects it to count."""
     if not authorization:
         anonymous = settings.TASKDECK.get("ANONYMOUS_SCOPES") or []
-        if anonymous:
-            return Principal(Actor("anonymous", "-"), frozenset(anonymous))
+        if anonymous:  # all anonymous callers are one tenant
+            return principal_of("anonymous", "-", "anonymous", anonymous)
         raise Unauthenticated("an API key is required: send `Authorization: Bearer <key>`")
     scheme, _, token = authorization.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
@@ -39,7 +40,38 @@ def authenticate(authorization: str | None) -> Principal:
     key = api_keys.verify(token.strip())
     if key is None:
         raise Unauthenticated("unknown or revoked API key")
-    return Principal(Actor("apikey", key.name), frozenset(key.scopes))
+    return key_principal(key)
+
+
+def principal_of(kind: str, name: str, owner: str, scopes) -> Principal:
+    """A caller of tenant `owner`; restricted to it unless it has the operator scope."""
+    scopes = frozenset(scopes)
+    tenant = f"key:{owner}" if kind == "apikey" else owner
+    actor = Actor(kind, name, tenant=tenant, restricted="operator" not in scopes)
+    return Principal(actor, scopes)
+
+
+def key_principal(key) -> Principal:
+    return principal_of("apikey", key.name, key.owner or key.name, key.scopes)
+
+
+def user_actor(user) -> Actor:
+    """A signed-in dashboard user: owns what they start (`user:<name>`), sees everything
+    (viewers read, operators act; the roles decide which)."""
+    return Actor("operator", user.get_username(), tenant=f"user:{user.get_username()}")
+
+
+def still_valid(actor: Actor) -> bool:
+    """May the caller behind `actor` still use what it opened (a stream, a socket, an ACP
+    session)? An API key that was revoked or deleted may not; the other kinds are checked by
+    their door (a dashboard user's session)."""
+    if actor.kind != "apikey":
+        return True
+    return ApiKey.objects.filter(name=actor.name, revoked_at__isnull=True).exists()
+
+
+def revalidate_seconds() -> float:
+    return float(settings.TASKDECK.get("REVALIDATE_SECONDS", 5))
 
 
 class ApiKeyAuthentication(BaseAuthentication):

@@ -7,11 +7,12 @@ from rest_framework import serializers, status
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
+from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from a2a import jsonsafe, services
-from a2a.auth import ApiKeyAuthentication, Principal, has_scope
+from a2a.auth import ApiKeyAuthentication, Principal, user_actor
 from a2a.errors import ValidationFailed
 from a2a.fields import ObjectField, StrictCharField
 
@@ -37,10 +38,31 @@ class EventSerializer(serializers.Serializer):
     payload = ObjectField(required=False, default=dict)
 
 
+# The dashboard's operator role (dashboard/roles.py); the permission is this app's own.
+OPERATE = "a2a.operate_task"
+
+
+class CanEmitEvents(BasePermission):
+    """An API key with the `write` scope, or a signed-in user who may operate tasks (the
+    operators group, or a superuser). Staff status alone is not a role here: a viewer
+    with admin access still only watches."""
+
+    message = "needs an API key with the 'write' scope"
+
+    def has_permission(self, request, view) -> bool:
+        if isinstance(request.auth, Principal):
+            return "write" in request.auth.scopes
+        user = getattr(request, "user", None)
+        if not (user and user.is_authenticated):
+            return False  # DRF answers 401 with the key's WWW-Authenticate
+        self.message = "needs the operator role (permission a2a.operate_task)"
+        return user.has_perm(OPERATE)
+
+
 class EventsView(APIView):
     authentication_classes = [ApiKeyAuthentication, SessionAuthentication]
     parser_classes = [StorableJSONParser]
-    permission_classes = [has_scope("write")]
+    permission_classes = [CanEmitEvents]
 
     def post(self, request):
         serializer = EventSerializer(data=request.data)
@@ -48,7 +70,7 @@ class EventsView(APIView):
         if isinstance(request.auth, Principal):
             actor = request.auth.actor
         else:
-            actor = services.Actor("operator", request.user.get_username())
+            actor = user_actor(request.user)
         try:
             event = services.emit_event(
                 serializer.validated_data["name"], serializer.validated_data["payload"], actor=actor

@@ -62,6 +62,10 @@ class Task(models.Model):
     origin = models.CharField(max_length=16, choices=Origin.choices, blank=True, default="")
     origin_ref = models.CharField(max_length=128, blank=True, default="")
     origin_title = models.CharField(max_length=200, blank=True, default="")
+    # Whose task it is: the tenant of the principal that created it ("key:<owner>" for an
+    # API key's owner, "user:<name>" for a signed-in user; "" for tasks made by the system).
+    # Restricted principals see and act on their own tenant's tasks only (a2a/access.py).
+    owner = models.CharField(max_length=160, blank=True, default="", db_index=True)
 
     class Meta:
         permissions = [("operate_task", "Can pause, resume, cancel and answer tasks")]
@@ -240,8 +244,12 @@ class ApiKey(models.Model):
         READ = "read"
         WRITE = "write"
         AGENT = "agent"
+        OPERATOR = "operator"  # sees and acts on every owner's tasks, as dashboard operators do
 
     name = models.CharField(max_length=100, unique=True)
+    # The tenant its tasks belong to: several keys of one client share an owner (and so
+    # their tasks); blank means the key's own name.
+    owner = models.CharField(max_length=100, blank=True, default="")
     prefix = models.CharField(max_length=16, unique=True)
     digest = models.CharField(max_length=64)
     scopes = models.JSONField(default=list)

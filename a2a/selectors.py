@@ -8,13 +8,18 @@ import binascii
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from django.db.models import F, Prefetch, Q, Window
 from django.db.models.functions import RowNumber
 
+from a2a import access
 from a2a.errors import TaskNotFound, ValidationFailed
 from a2a.lifecycle import PAUSED
 from a2a.models import Artifact, Message, Task
+
+if TYPE_CHECKING:
+    from a2a.services import Actor
 
 
 @dataclass
@@ -79,12 +84,18 @@ def _view(task: Task) -> TaskView:
 
 
 def get_task(
-    task_id: str, *, history_length: int | None = None, checkpoint: bool = False
+    task_id: str,
+    *,
+    history_length: int | None = None,
+    checkpoint: bool = False,
+    visible_to: Actor | None = None,
 ) -> TaskView:
     """One task; `history_length=None` means the whole history. Three queries at most
-    (five with `checkpoint`)."""
+    (five with `checkpoint`). A task `visible_to` may not see is not found."""
     try:
-        task = _base(history_length, checkpoint=checkpoint).get(pk=task_id)
+        task = access.visible(_base(history_length, checkpoint=checkpoint), visible_to).get(
+            pk=task_id
+        )
     except (Task.DoesNotExist, ValueError, TypeError):
         raise TaskNotFound(str(task_id)) from None
     return _view(task)
@@ -122,6 +133,7 @@ def list_tasks(
     include_artifacts: bool = False,
     updated_after: datetime | None = None,
     checkpoint: bool = False,
+    visible_to: Actor | None = None,
 ) -> TaskPage:
     """Tasks, most recently updated first, a page at a time (keyset pagination on
     (updated_at, id), so pages stay stable while rows are added). Four queries at most
@@ -133,6 +145,8 @@ def list_tasks(
         filters &= Q(context_id=context_id)
     if updated_after:
         filters &= Q(updated_at__gt=updated_after)
+    if visible_to is not None and visible_to.restricted:  # only the caller's tenant's tasks
+        filters &= Q(owner=visible_to.tenant)
     qs = _base(history_length, include_artifacts, checkpoint).filter(filters)
     total = Task.objects.filter(filters).count()
     if page_token:

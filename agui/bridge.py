@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,8 @@ from a2a.lifecycle import TransitionRefused
 from a2a.models import Task
 from agui.models import AguiRun, AguiThread, Interrupt
 from agui.projector import CURRENT_RUN
+
+THREAD_KEY_CHARS = 128  # AguiThread.thread_id
 
 
 class RunRefused(Exception):
@@ -102,9 +105,25 @@ def start_run(run: RunAgentInput, actor: services.Actor) -> RunPlan:
         CURRENT_RUN.reset(token)
 
 
+def _thread_key(thread_id: str, actor: services.Actor) -> str:
+    """Where a thread is kept: a restricted key's threads live in its tenant's own space,
+    so another tenant using the same threadId gets its own thread (no shared state, no
+    way to learn that the id is taken)."""
+    if not actor.restricted:
+        return thread_id
+    space = hashlib.sha256(actor.tenant.encode()).hexdigest()[:16]
+    key = f"{space}/{thread_id}"
+    if len(key) > THREAD_KEY_CHARS:
+        raise RunRefused(
+            f"threadId is longer than {THREAD_KEY_CHARS - len(space) - 1} characters",
+            "invalid_input",
+        )
+    return key
+
+
 def _start(run: RunAgentInput, actor: services.Actor) -> RunPlan:
     thread, _ = AguiThread.objects.select_for_update().get_or_create(
-        thread_id=run.thread_id,
+        thread_id=_thread_key(run.thread_id, actor),
         defaults={"context_id": str(uuid.uuid4()), "created_by": str(actor)},
     )
     tasks_in_thread = Task.objects.filter(context_id=thread.context_id).values_list("id", flat=True)

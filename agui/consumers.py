@@ -21,15 +21,26 @@ from ag_ui.core import ActivitySnapshotEvent, StateSnapshotEvent
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from a2a.auth import Unauthenticated, authenticate
+from a2a.auth import (
+    Unauthenticated,
+    authenticate,
+    revalidate_seconds,
+    still_valid,
+    user_actor,
+)
+from a2a.services import Actor
 from agui import fanout, selectors
 from agui.models import AguiEvent
 
 log = logging.getLogger(__name__)
 
 
-def _bundle() -> tuple[dict, list, dict]:
-    return selectors.snapshot(), selectors.pending_activities(), selectors.versions()
+def _bundle(actor: Actor | None) -> tuple[dict, list, dict]:
+    return (
+        selectors.snapshot(visible_to=actor),
+        selectors.pending_activities(visible_to=actor),
+        selectors.versions(visible_to=actor),
+    )
 
 
 def _missing(task_id: str, after: int, before: int) -> list[tuple]:
@@ -41,14 +52,14 @@ def _missing(task_id: str, after: int, before: int) -> list[tuple]:
     )
 
 
-def _principal_from_headers(headers: list[tuple[bytes, bytes]]) -> str | None:
+def _principal_from_headers(headers: list[tuple[bytes, bytes]]) -> Actor | None:
     for name, value in headers:
         if name.lower() == b"authorization":
             try:
                 principal = authenticate(value.decode("latin-1"))
             except Unauthenticated:
                 return None
-            return str(principal.actor) if "read" in principal.scopes else None
+            return principal.actor if "read" in principal.scopes else None
     return None
 
 
@@ -61,11 +72,13 @@ class ViewConsumer(AsyncWebsocketConsumer):
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is not None and user.is_authenticated:
-            self.who = f"operator:{user.get_username()}"
+            self.who: Actor | None = user_actor(user)  # dashboard users see every task
         else:
             self.who = await database_sync_to_async(_principal_from_headers)(
                 self.scope.get("headers", [])
             )
+        # A restricted key's socket carries its own tenant's tasks only (a2a/access.py)
+        self.mine: dict[str, bool] = {}
         if not self.who:
             await self.close(code=4401)
             return
@@ -73,12 +86,15 @@ class ViewConsumer(AsyncWebsocketConsumer):
         self.queue = await fanout.tailer().register()
         await self.resync()
         self.pump = asyncio.ensure_future(self._pump())
+        self.guard = asyncio.ensure_future(self._guard())
 
     async def disconnect(self, code: int) -> None:
         if hasattr(self, "queue"):
             fanout.tailer().unregister(self.queue)
         if hasattr(self, "pump"):
             self.pump.cancel()
+        if hasattr(self, "guard"):
+            self.guard.cancel()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None):
         try:
@@ -93,7 +109,7 @@ class ViewConsumer(AsyncWebsocketConsumer):
 
     async def resync(self) -> None:
         """A fresh snapshot; what was queued before it is dropped by version."""
-        snapshot, activities, versions = await database_sync_to_async(_bundle)()
+        snapshot, activities, versions = await database_sync_to_async(_bundle)(self.who)
         self.versions: dict[str, int] = versions
         await self._send(StateSnapshotEvent(snapshot=snapshot).model_dump(by_alias=True))
         for interrupt in activities:
@@ -103,6 +119,21 @@ class ViewConsumer(AsyncWebsocketConsumer):
                 content=interrupt.content,
             )
             await self._send(event.model_dump(by_alias=True))
+
+    async def _guard(self) -> None:
+        """Close the socket (4401) once its key is revoked or its session has ended
+        (logout, expiry): checked every REVALIDATE_SECONDS."""
+        session = self.scope.get("session")
+        key = getattr(session, "session_key", None) if self.who.kind == "operator" else None
+        while True:
+            await asyncio.sleep(revalidate_seconds())  # a period, not a synchronisation
+            if key is not None:
+                alive = await database_sync_to_async(session.exists)(key)
+            else:
+                alive = await database_sync_to_async(still_valid)(self.who)
+            if not alive:
+                await self.close(code=4401)
+                return
 
     async def _pump(self) -> None:
         while True:
@@ -114,9 +145,19 @@ class ViewConsumer(AsyncWebsocketConsumer):
                 continue
             await self._deliver(rows)
 
+    async def _visible(self, rows: list[tuple]) -> list[tuple]:
+        """The rows of tasks this socket may see (one query per batch of new task ids)."""
+        if not self.who.restricted:
+            return rows
+        unknown = {r[1] for r in rows} - set(self.mine)
+        if unknown:
+            seen = await database_sync_to_async(selectors.visible_ids)(unknown, self.who)
+            self.mine.update({t: t in seen for t in unknown})
+        return [r for r in rows if self.mine[r[1]]]
+
     async def _deliver(self, rows: list[tuple]) -> None:
         changes: dict[tuple[str, int], list[dict]] = {}  # one change = one task version
-        for _, task_id, version, _, event in rows:
+        for _, task_id, version, _, event in await self._visible(rows):
             changes.setdefault((task_id, version), []).append(event)
         for (task_id, version), events in changes.items():
             known = self.versions.get(task_id)

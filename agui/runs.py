@@ -14,6 +14,7 @@ RUN_ERROR, even when the server fails.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -46,7 +47,13 @@ from django.views.decorators.csrf import csrf_exempt
 from pydantic import ValidationError
 
 from a2a import jsonsafe, services
-from a2a.auth import Unauthenticated, authenticate
+from a2a.auth import (
+    Unauthenticated,
+    authenticate,
+    revalidate_seconds,
+    still_valid,
+    user_actor,
+)
 from a2a.event_kinds import EventKind
 from a2a.formats import text_of
 from a2a.lifecycle import PAUSED, State
@@ -161,7 +168,16 @@ async def _stream(run: RunAgentInput, actor: services.Actor) -> AsyncIterator[by
                 )
             )
         fetch = database_sync_to_async(_rows, thread_sensitive=False)
+        valid = database_sync_to_async(still_valid, thread_sensitive=False)
+        loop, every = asyncio.get_running_loop(), revalidate_seconds()
+        check_at = loop.time() + every
         while True:
+            if loop.time() >= check_at:
+                check_at = loop.time() + every
+                if not await valid(actor):  # the key was revoked while the run streamed
+                    outcome = "revoked"
+                    yield _enc(RunErrorEvent(message="the API key was revoked", code="revoked"))
+                    return
             rows, state, version = await fetch(plan.task_id, cursor)
             for row_id, _, type_, event in rows:
                 cursor = row_id
@@ -246,7 +262,7 @@ async def _actor(request: HttpRequest) -> tuple[services.Actor | None, int, str]
         return None, 403, "CSRF check failed"
     if not await database_sync_to_async(user.has_perm)("a2a.operate_task"):
         return None, 403, "viewers cannot start or resume runs"
-    return services.Actor("operator", user.get_username()), 200, ""
+    return user_actor(user), 200, ""
 
 
 @csrf_exempt  # API-key callers carry no cookie; session callers are CSRF-checked in _actor

@@ -4,19 +4,33 @@ number of queries whatever the number of tasks."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from a2a import access
+from a2a.models import Task
 from agui import view
 from agui.models import AguiEvent, Interrupt, ViewTask
 
+if TYPE_CHECKING:
+    from a2a.services import Actor
 
-def snapshot(task_ids: Iterable[str] | None = None) -> dict[str, Any]:
-    """`{"view": {"tasks": {...}, "pendingInterrupts": {...}}}`: two queries."""
-    tasks = ViewTask.objects.all()
-    pending = Interrupt.objects.filter(pending=True, kind=Interrupt.Kind.INPUT_REQUEST)
+
+def _narrow(qs, task_ids: Iterable[str] | None, visible_to: Actor | None):
     if task_ids is not None:
-        ids = list(task_ids)
-        tasks, pending = tasks.filter(task_id__in=ids), pending.filter(task_id__in=ids)
+        qs = qs.filter(task_id__in=list(task_ids))
+    return access.visible(qs, visible_to, owner_field="task__owner")
+
+
+def snapshot(
+    task_ids: Iterable[str] | None = None, visible_to: Actor | None = None
+) -> dict[str, Any]:
+    """`{"view": {"tasks": {...}, "pendingInterrupts": {...}}}`: two queries. Only the
+    tasks `visible_to` may see (a restricted API key: its own tenant's)."""
+    ids = list(task_ids) if task_ids is not None else None
+    tasks = _narrow(ViewTask.objects.all(), ids, visible_to)
+    pending = _narrow(
+        Interrupt.objects.filter(pending=True, kind=Interrupt.Kind.INPUT_REQUEST), ids, visible_to
+    )
     return {
         "view": {
             "tasks": dict(tasks.values_list("task_id", "entry")),
@@ -30,18 +44,27 @@ def snapshot(task_ids: Iterable[str] | None = None) -> dict[str, Any]:
     }
 
 
-def pending_activities(task_ids: Iterable[str] | None = None) -> list[Interrupt]:
-    qs = Interrupt.objects.filter(pending=True)
-    if task_ids is not None:
-        qs = qs.filter(task_id__in=list(task_ids))
+def pending_activities(
+    task_ids: Iterable[str] | None = None, visible_to: Actor | None = None
+) -> list[Interrupt]:
+    qs = _narrow(Interrupt.objects.filter(pending=True), task_ids, visible_to)
     return list(qs.order_by("created_at", "interrupt_id"))
 
 
-def versions(task_ids: Iterable[str] | None = None) -> dict[str, int]:
-    qs = ViewTask.objects.all()
-    if task_ids is not None:
-        qs = qs.filter(task_id__in=list(task_ids))
+def versions(
+    task_ids: Iterable[str] | None = None, visible_to: Actor | None = None
+) -> dict[str, int]:
+    qs = _narrow(ViewTask.objects.all(), task_ids, visible_to)
     return dict(qs.values_list("task_id", "version"))
+
+
+def visible_ids(task_ids: Iterable[str], visible_to: Actor) -> set[str]:
+    """Which of `task_ids` `visible_to` may see (one query)."""
+    return set(
+        access.visible(Task.objects.filter(pk__in=list(task_ids)), visible_to).values_list(
+            "pk", flat=True
+        )
+    )
 
 
 def cursor() -> int:

@@ -15,6 +15,7 @@ from typing import Any
 from django.utils import timezone
 
 from a2a import services
+from a2a.auth import user_actor
 from a2a.conditions import Conditions
 from a2a.errors import (
     NotAllowedNow,
@@ -43,7 +44,7 @@ class Result:
 
 
 def actor_of(user) -> services.Actor:
-    return services.Actor("operator", user.get_username())
+    return user_actor(user)
 
 
 def audit(

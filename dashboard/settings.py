@@ -210,6 +210,9 @@ TASKDECK = {
     "STREAM_POLL_SECONDS": float(os.environ.get("TASKDECK_STREAM_POLL_SECONDS", 0.25)),
     # How long a blocking message/send (1.0 SendMessage by default) waits for the agent.
     "BLOCKING_SEND_SECONDS": float(os.environ.get("TASKDECK_BLOCKING_SEND_SECONDS", 25)),
+    # Open streams, sockets and ACP sessions re-check their caller this often: a revoked
+    # key or a logged-out session loses them within this bound.
+    "REVALIDATE_SECONDS": float(os.environ.get("TASKDECK_REVALIDATE_SECONDS", 5)),
     # Which agent card a request without A2A-Version gets: "0.3" (the spec) or "1.0".
     "CARD_DEFAULT_VERSION": os.environ.get("TASKDECK_CARD_DEFAULT_VERSION", "0.3"),
     # Largest JSON-RPC request body accepted, in bytes.

@@ -18,7 +18,10 @@ from a2a.models import Artifact, Message, Suspension, Task, TaskEvent
 
 AGENT = services.Actor("agent", "test-agent")
 WORKERS_RUNNING = False  # set by tests/runtime's `runtime` fixture
-CLIENT = services.Actor("client", "test")
+# Tasks the tests make by hand belong to the `api_key` fixture's tenant, so that key (a
+# restricted one, as clients' keys are) sees them over HTTP; tests/a2a/test_ownership.py
+# covers what other keys see.
+CLIENT = services.Actor("client", "test", tenant="key:test-client")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -7,6 +7,9 @@ runs the same suite on SQLite and on PostgreSQL + Redis.
 import os
 
 os.environ.setdefault("DJANGO_SECRET_KEY", "insecure-key-for-tests-only")
+# Open streams, sockets and ACP sessions re-check their caller this often (5 s by default):
+# short, so the revocation tests wait half a second, not five. Child processes inherit it.
+os.environ.setdefault("TASKDECK_REVALIDATE_SECONDS", "0.5")
 
 from dashboard.settings import *  # noqa: F403
 

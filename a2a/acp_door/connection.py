@@ -11,6 +11,7 @@ codes in one place (`errors.from_domain`).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -29,7 +30,14 @@ from a2a.acp_door import sessions
 from a2a.acp_door.errors import auth_required, from_domain, invalid_params
 from a2a.acp_door.live import LiveSession
 from a2a.acp_door.updates import SUSPEND_META, TASK_META
-from a2a.auth import Principal, Unauthenticated, authenticate
+from a2a.auth import (
+    Principal,
+    Unauthenticated,
+    authenticate,
+    key_principal,
+    revalidate_seconds,
+    still_valid,
+)
 from a2a.formats import ts
 from a2a.models import Suspension
 
@@ -113,6 +121,23 @@ class Door:
 
         return route
 
+    async def guard(self) -> None:
+        """Revoking the key ends what it opened: checked every REVALIDATE_SECONDS, a
+        revoked key's running prompts fail with -32000, its sessions stop following, and
+        every later request is refused until `authenticate` with a live key."""
+        while True:
+            await asyncio.sleep(revalidate_seconds())  # a period, not a synchronisation
+            principal = self.principal
+            if principal is None or await db(still_valid)(principal.actor):
+                continue
+            if self.principal is principal:
+                self.principal, self.key_problem = None, "the API key was revoked"
+            for live in list(self.live.values()):
+                if live.turn is not None:
+                    live.turn.fail(auth_required("the API key was revoked"))
+                await live.stop()
+            self.live.clear()
+
     async def close(self) -> None:
         """The client went away: stop following; tasks stay as they are (a suspended task
         stays suspended, a running one runs on, visible on the dashboard)."""
@@ -193,9 +218,7 @@ class Door:
         key = await db(api_keys.verify)(token)
         if key is None:
             raise auth_required("unknown or revoked API key")
-        from a2a.services import Actor
-
-        self.principal = Principal(Actor("apikey", key.name), frozenset(key.scopes))
+        self.principal = key_principal(key)
         self.key_problem = ""
         return {}
 
@@ -221,8 +244,8 @@ class Door:
             live.start()
         return live
 
-    async def _live(self, session_id: str) -> LiveSession:
-        session = await db(sessions.get_session)(session_id)
+    async def _live(self, session_id: str, principal: Principal) -> LiveSession:
+        session = await db(sessions.get_session)(session_id, principal.actor)
         return await self._attach(session)
 
     async def new_session(self, req: s.NewSessionRequest, raw: dict) -> dict:
@@ -232,8 +255,8 @@ class Door:
         return {"sessionId": session.session_id, "modes": self._modes(session.skill)}
 
     async def load_session(self, req: s.LoadSessionRequest, raw: dict) -> dict:
-        self._need("read")
-        session = await db(sessions.get_session)(req.session_id)
+        principal = self._need("read")
+        session = await db(sessions.get_session)(req.session_id, principal.actor)
         await db(sessions.reopen)(session)
         old = self.live.pop(session.session_id, None)
         if old is not None:
@@ -250,7 +273,7 @@ class Door:
             k: raw[k] if k in raw else meta[k] for k in SEED_RESUME_FIELDS if k in raw or k in meta
         }
         principal = self._need("write" if seed else "read")
-        session = await db(sessions.get_session)(req.session_id)
+        session = await db(sessions.get_session)(req.session_id, principal.actor)
         await db(sessions.reopen)(session)
         live = await self._attach(session)
         out: dict[str, Any] = {"modes": self._modes(session.skill)}
@@ -279,8 +302,10 @@ class Door:
         return out
 
     async def list_sessions(self, req: s.ListSessionsRequest, raw: dict) -> dict:
-        self._need("read")
-        page, next_cursor = await db(sessions.list_sessions)(req.cwd, req.cursor)
+        principal = self._need("read")
+        page, next_cursor = await db(sessions.list_sessions)(
+            req.cwd, req.cursor, actor=principal.actor
+        )
         infos = [
             s.SessionInfo(
                 session_id=row.session_id,
@@ -297,7 +322,7 @@ class Door:
         """Close: the agent stops its work for this connection. A prompt still running is
         canceled (as `session/cancel`); a suspended task stays suspended."""
         principal = self._need("write")
-        session = await db(sessions.get_session)(req.session_id)
+        session = await db(sessions.get_session)(req.session_id, principal.actor)
         live = self.live.pop(session.session_id, None)
         if live is not None:
             if live.turn is not None:
@@ -307,8 +332,8 @@ class Door:
         return {}
 
     async def set_mode(self, req: s.SetSessionModeRequest, raw: dict) -> dict:
-        self._need("write")
-        session = await db(sessions.get_session)(req.session_id)
+        principal = self._need("write")
+        session = await db(sessions.get_session)(req.session_id, principal.actor)
         await db(sessions.set_mode)(session, req.mode_id)
         if (live := self.live.get(session.session_id)) is not None:
             live.session.skill = req.mode_id
@@ -318,7 +343,7 @@ class Door:
 
     async def prompt(self, req: s.PromptRequest, raw: dict) -> dict:
         principal = self._need("write")
-        live = await self._live(req.session_id)
+        live = await self._live(req.session_id, principal)
         parts = [part for block in req.prompt if (part := _part(block)) is not None]
         if not parts:
             raise invalid_params({"prompt": ["holds no text or resource Taskdeck can read"]})
@@ -352,7 +377,7 @@ class Door:
         if errors:
             raise invalid_params(errors)
         principal = self._need("write")
-        live = await self._live(raw["sessionId"])
+        live = await self._live(raw["sessionId"], principal)
         outcome = await db(sessions.suspend)(
             live.session,
             actor=principal.actor,

@@ -73,6 +73,10 @@ class Turn:
         if not self.done.done():
             self.done.set_result((stop, meta or {}))
 
+    def fail(self, error: Exception) -> None:
+        if not self.done.done():
+            self.done.set_exception(error)
+
 
 class LiveSession:
     def __init__(

@@ -29,6 +29,9 @@ class AcpSession(models.Model):
         "a2a.Task", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_by = models.CharField(max_length=150)
+    # the tenant of the key that opened it: only that tenant's keys (and operator keys)
+    # list, load, resume or prompt it (a2a/access.py)
+    owner = models.CharField(max_length=160, blank=True, default="", db_index=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField(db_index=True)
     closed_at = models.DateTimeField(null=True, blank=True)

@@ -18,7 +18,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from a2a import services, skills
+from a2a import access, services, skills
 from a2a.acp_door.errors import SessionNotFound
 from a2a.acp_door.models import AcpSession
 from a2a.errors import TaskNotFound, ValidationFailed
@@ -42,15 +42,18 @@ def open_session(cwd: str, *, actor: services.Actor, skill: str | None = None) -
         skill=skill,
         cwd=cwd,
         created_by=str(actor),
+        owner=actor.tenant,
         created_at=at,
         updated_at=at,
     )
 
 
-def get_session(session_id: Any) -> AcpSession:
+def get_session(session_id: Any, actor: services.Actor) -> AcpSession:
+    """The session, if `actor` may use it; another tenant's is not found (no oracle)."""
     if not isinstance(session_id, str):
         raise ValidationFailed({"sessionId": ["must be a string"]})
-    session = AcpSession.objects.filter(pk=session_id).first()
+    mine = access.visible(AcpSession.objects.filter(pk=session_id), actor)
+    session = mine.first()
     if session is None:
         raise SessionNotFound(session_id)
     return session
@@ -75,9 +78,12 @@ def set_mode(session: AcpSession, mode_id: Any) -> None:
     session.save(update_fields=["skill", "updated_at"])
 
 
-def list_sessions(cwd: str | None, cursor: str | None) -> tuple[list[AcpSession], str | None]:
-    """Open sessions, most recently active first; `cursor` is the last session id seen."""
-    rows = AcpSession.objects.filter(closed_at__isnull=True)
+def list_sessions(
+    cwd: str | None, cursor: str | None, *, actor: services.Actor
+) -> tuple[list[AcpSession], str | None]:
+    """Open sessions `actor` may use, most recently active first; `cursor` is the last
+    session id seen."""
+    rows = access.visible(AcpSession.objects.filter(closed_at__isnull=True), actor)
     if cwd:
         rows = rows.filter(cwd=cwd)
     if cursor:

@@ -15,6 +15,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 
+from a2a.auth import revalidate_seconds, still_valid
 from a2a.lifecycle import Dialect
 from a2a.notify import Listener, group_name
 from a2a.protocol.stream import StreamPlan, events_after, on_the_wire, view_state
@@ -29,6 +30,16 @@ def _frame(rpc_id: Any, result: dict[str, Any], event_id: int | None) -> bytes:
     return f"{head}data: {body}\n\n".encode()
 
 
+def _revoked(rpc_id: Any) -> bytes:
+    error = {
+        "code": -32600,
+        "message": "Invalid request",
+        "data": {"detail": "the API key was revoked; the stream ends"},
+    }
+    body = json.dumps({"jsonrpc": "2.0", "id": rpc_id, "error": error}, separators=(",", ":"))
+    return f"data: {body}\n\n".encode()
+
+
 async def stream(
     sp: StreamPlan, rpc_id: Any, dialect: Dialect, *, wrap=None
 ) -> AsyncIterator[bytes]:
@@ -39,6 +50,9 @@ async def stream(
     fetch = database_sync_to_async(events_after, thread_sensitive=False)
     loop = asyncio.get_running_loop()
     cursor = sp.cursor
+    caller, every = sp.visible_to, revalidate_seconds()
+    check_at = loop.time() + every
+    valid = database_sync_to_async(still_valid, thread_sensitive=False)
     try:
         await news.join()
         if sp.first is not None:
@@ -47,6 +61,11 @@ async def stream(
                 return
         idle = 0.0
         while True:
+            if caller is not None and loop.time() >= check_at:
+                check_at = loop.time() + every
+                if not await valid(caller):  # revoked while streaming: the stream ends
+                    yield _revoked(rpc_id)
+                    return
             batch = await fetch(sp.task_id, cursor, dialect)
             for event_id, item, _ in batch:
                 cursor = event_id

@@ -13,7 +13,7 @@ from typing import Any
 from django.db import transaction
 from rest_framework import serializers
 
-from a2a import selectors, services
+from a2a import access, selectors, services
 from a2a.auth import Principal
 from a2a.errors import NotAllowedNow, TaskNotFound, Unsupported, ValidationFailed
 from a2a.lifecycle import TERMINAL, Dialect, State
@@ -58,7 +58,9 @@ class Method:
 
 def _task_dict(task_id: str, call: Call, history_length: int | None = None) -> dict:
     bindu = call.dialect is Dialect.BINDU
-    view = selectors.get_task(task_id, history_length=history_length, checkpoint=bindu)
+    view = selectors.get_task(
+        task_id, history_length=history_length, checkpoint=bindu, visible_to=call.actor
+    )
     return wire.task(view, call.dialect)
 
 
@@ -77,18 +79,25 @@ def send_message(params: dict, call: Call) -> dict:
 def stream_message(params: dict, call: Call) -> streaming.StreamPlan:
     """message/stream: deliver like message/send, then stream the task from there on."""
     task_id = _deliver(params, call)
-    return streaming.plan(task_id, call.dialect, None)
+    return streaming.plan(task_id, call.dialect, None, visible_to=call.actor)
 
 
 def subscribe(params: dict, call: Call) -> streaming.StreamPlan:
     """1.0 SubscribeToTask: the task first, then its events until it ends; a task that has
     already ended has nothing to subscribe to (-32004, as the a2a-sdk answers)."""
-    state = Task.objects.filter(pk=params["task"]).values_list("state", flat=True).first()
+    mine = access.visible(Task.objects.filter(pk=params["task"]), call.actor)
+    state = mine.values_list("state", flat=True).first()
     if state is None:
         raise TaskNotFound(params["task"])
     if state in TERMINAL:
         raise NotAllowedNow(State(state), f"task is {state} (terminal); nothing to subscribe to")
-    return streaming.plan(params["task"], call.dialect, call.last_event_id, until_terminal=True)
+    return streaming.plan(
+        params["task"],
+        call.dialect,
+        call.last_event_id,
+        until_terminal=True,
+        visible_to=call.actor,
+    )
 
 
 def extended_card(params: dict, call: Call) -> dict:
@@ -102,7 +111,9 @@ def resubscribe(params: dict, call: Call) -> streaming.StreamPlan:
         if not isinstance(meta_last, int) or isinstance(meta_last, bool) or meta_last < 0:
             raise ValidationFailed({"metadata.lastEventId": ["must be a non-negative integer"]})
         last = meta_last
-    return streaming.plan(params["task"], call.dialect, last, until_terminal=True)
+    return streaming.plan(
+        params["task"], call.dialect, last, until_terminal=True, visible_to=call.actor
+    )
 
 
 def _history_length(params: dict) -> int | None:
@@ -162,6 +173,7 @@ def list_tasks(params: dict, call: Call) -> dict:
         include_artifacts=params["includeArtifacts"],
         updated_after=params.get("lastUpdatedAfter"),
         checkpoint=call.dialect is Dialect.BINDU,
+        visible_to=call.actor,
     )
     return {
         "tasks": [

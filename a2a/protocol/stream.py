@@ -10,8 +10,9 @@ with a JSON-RPC envelope; `a2a.jsonrpc.sse`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from a2a import access
 from a2a.errors import TaskNotFound
 from a2a.event_kinds import STATUS_KINDS, EventKind, is_agent_text
 from a2a.formats import ts
@@ -20,6 +21,9 @@ from a2a.models import Artifact, Message, Task, TaskEvent
 from a2a.selectors import get_task
 
 from . import wire
+
+if TYPE_CHECKING:
+    from a2a.services import Actor
 
 # A stream ends after the event that moves a task to one of these states: the task is
 # over, or its turn is (the client answers with a new request, as A2A clients expect).
@@ -36,22 +40,30 @@ class StreamPlan:
     # Subscriptions end only when the task ends; a message stream ends with its turn
     # (input-required / auth-required too), as A2A clients expect.
     until_terminal: bool = False
+    # who the stream is for: the binding re-checks the caller's key while it streams
+    visible_to: Actor | None = None
 
     def ends_at(self, state: str) -> bool:
         return state in (TERMINAL if self.until_terminal else FINAL_STATES)
 
 
 def plan(
-    task_id: str, dialect: Dialect, last_event_id: int | None, *, until_terminal: bool = False
+    task_id: str,
+    dialect: Dialect,
+    last_event_id: int | None,
+    *,
+    until_terminal: bool = False,
+    visible_to: Actor | None = None,
 ) -> StreamPlan:
     """The task first, then the cursor at the last event the snapshot includes (events of a
     task carry its version, and versions grow in commit order): nothing is sent twice (an
-    artifact append sent again would double its part) and nothing is lost."""
+    artifact append sent again would double its part) and nothing is lost. A task
+    `visible_to` may not see is not found."""
     if last_event_id is not None:
-        if not Task.objects.filter(pk=task_id).exists():
+        if not access.visible(Task.objects.filter(pk=task_id), visible_to).exists():
             raise TaskNotFound(task_id)
-        return StreamPlan(task_id, last_event_id, None, until_terminal)
-    view = get_task(task_id)
+        return StreamPlan(task_id, last_event_id, None, until_terminal, visible_to)
+    view = get_task(task_id, visible_to=visible_to)
     cursor = (
         TaskEvent.objects.filter(task_id=task_id, task_version__lte=view.task.version)
         .order_by("-id")
@@ -59,7 +71,7 @@ def plan(
         .first()
     ) or 0
     first = wire.task(view, dialect)
-    return StreamPlan(task_id, cursor, first, until_terminal)
+    return StreamPlan(task_id, cursor, first, until_terminal, visible_to)
 
 
 def _status_metadata(event: TaskEvent) -> dict[str, Any] | None:

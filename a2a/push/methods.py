@@ -59,16 +59,18 @@ def set_03(params: dict, call: Call) -> dict:
 
 
 def get_03(params: dict, call: Call) -> dict:
-    row = services.get_config_or_first(params["task"], params.get("pushNotificationConfigId"))
+    row = services.get_config_or_first(
+        params["task"], params.get("pushNotificationConfigId"), actor=call.actor
+    )
     return config_03(row)
 
 
 def list_03(params: dict, call: Call) -> list:
-    return [config_03(c) for c in services.list_configs(params["task"])]
+    return [config_03(c) for c in services.list_configs(params["task"], actor=call.actor)]
 
 
 def delete_03(params: dict, call: Call) -> None:
-    services.delete_config(params["task"], params["pushNotificationConfigId"])
+    services.delete_config(params["task"], params["pushNotificationConfigId"], actor=call.actor)
     return None
 
 
@@ -83,15 +85,17 @@ def create_10(params: dict, call: Call) -> dict:
 
 
 def get_10(params: dict, call: Call) -> dict:
-    return config_10(services.get_config(params["task"], params["id"]))
+    return config_10(services.get_config(params["task"], params["id"], actor=call.actor))
 
 
 def list_10(params: dict, call: Call) -> dict:
-    return {"configs": [config_10(c) for c in services.list_configs(params["task"])]}
+    return {
+        "configs": [config_10(c) for c in services.list_configs(params["task"], actor=call.actor)]
+    }
 
 
 def delete_10(params: dict, call: Call) -> None:
-    services.delete_config(params["task"], params["id"])
+    services.delete_config(params["task"], params["id"], actor=call.actor)
     return None
 
 

@@ -17,6 +17,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from a2a import access
 from a2a.errors import TaskNotFound, ValidationFailed
 from a2a.event_kinds import EventKind, is_user_message
 from a2a.models import Task, TaskEvent
@@ -73,8 +74,10 @@ def _limit() -> int:
     return int(settings.TASKDECK["PUSH"]["MAX_CONFIGS_PER_TASK"])
 
 
-def _lock_task(task_id: str) -> Task:
-    task = Task.objects.select_for_update().filter(pk=task_id).first()
+def _lock_task(task_id: str, actor: Actor | None) -> Task:
+    """The task, row-locked, if `actor` may act on it (its configs are the task's: only
+    who may see a task may see, set or delete its webhooks)."""
+    task = access.visible(Task.objects.select_for_update().filter(pk=task_id), actor).first()
     if task is None:
         raise TaskNotFound(task_id)
     return task
@@ -95,7 +98,7 @@ def set_config(
     config_id = config.config_id or task_id
     now = timezone.now()
     with transaction.atomic():
-        task = _lock_task(task_id)
+        task = _lock_task(task_id, actor)
         existing = PushConfig.objects.filter(task=task, config_id=config_id).first()
         values = {
             "url": config.url,
@@ -142,38 +145,39 @@ def _last_event_id(task_id: str) -> int:
     return TaskEvent.objects.filter(task_id=task_id).aggregate(m=Max("id"))["m"] or 0
 
 
-def get_config(task_id: str, config_id: str) -> PushConfig:
+def get_config(task_id: str, config_id: str, *, actor: Actor | None) -> PushConfig:
+    _require_task(task_id, actor)
     row = PushConfig.objects.filter(task_id=task_id, config_id=config_id).first()
     if row is None:
-        _require_task(task_id)
         raise ConfigNotFound(task_id, config_id)
     return row
 
 
-def get_config_or_first(task_id: str, config_id: str | None) -> PushConfig:
+def get_config_or_first(task_id: str, config_id: str | None, *, actor: Actor | None) -> PushConfig:
     """The named config, or the task's first one (0.3 `get` semantics)."""
+    _require_task(task_id, actor)
     rows = list(PushConfig.objects.filter(task_id=task_id).order_by("created_at", "id"))
     if not rows:
-        _require_task(task_id)
         raise ConfigNotFound(task_id, None)
     return next((r for r in rows if r.config_id == config_id), rows[0])
 
 
-def list_configs(task_id: str) -> list[PushConfig]:
-    _require_task(task_id)
+def list_configs(task_id: str, *, actor: Actor | None) -> list[PushConfig]:
+    _require_task(task_id, actor)
     return list(PushConfig.objects.filter(task_id=task_id).order_by("created_at", "id"))
 
 
-def delete_config(task_id: str, config_id: str) -> bool:
+def delete_config(task_id: str, config_id: str, *, actor: Actor | None) -> bool:
     """Delete it with its delivery log; False when there was none (deleting is idempotent)."""
     with transaction.atomic():
-        _lock_task(task_id)
+        _lock_task(task_id, actor)
         deleted, _ = PushConfig.objects.filter(task_id=task_id, config_id=config_id).delete()
     return bool(deleted)
 
 
-def _require_task(task_id: str) -> None:
-    if not Task.objects.filter(pk=task_id).exists():
+def _require_task(task_id: str, actor: Actor | None) -> None:
+    """A task `actor` may not see is not found, like one that does not exist."""
+    if not access.visible(Task.objects.filter(pk=task_id), actor).exists():
         raise TaskNotFound(task_id)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from a2a import events
+from a2a import access, events
 from a2a.errors import TaskNotFound, ValidationFailed
 from a2a.event_kinds import EventKind
 from a2a.models import Message, Task, TaskEvent
@@ -24,11 +24,15 @@ from a2a.services import checks
 class Actor:
     """Who asked for a change: an operator, an API client, an agent, the scheduler…
 
-    Recorded on every TaskEvent and suspension as `kind:name`.
+    Recorded on every TaskEvent and suspension as `kind:name`. `tenant` is whose tasks it
+    makes (Task.owner); a `restricted` actor sees and acts on its tenant's tasks only — an
+    API key without the operator scope. Operators, agents and the scheduler are not.
     """
 
     kind: str
     name: str
+    tenant: str = ""
+    restricted: bool = False
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.name}"
@@ -76,13 +80,17 @@ def now() -> datetime:
     return timezone.now()
 
 
-def lock(task_id: str) -> Task:
+def lock(task_id: str, actor: Actor | None = None) -> Task:
     """The task, row-locked until the transaction ends (a no-op on SQLite, where the
-    IMMEDIATE transaction already holds the database's write lock)."""
+    IMMEDIATE transaction already holds the database's write lock). A task `actor` may not
+    act on is not found, exactly like one that does not exist (no existence oracle)."""
     try:
-        return Task.objects.select_for_update().get(pk=task_id)
+        task = Task.objects.select_for_update().get(pk=task_id)
     except (Task.DoesNotExist, ValueError, TypeError):
         raise TaskNotFound(str(task_id)) from None
+    if actor is not None and not access.may_act(actor, task.owner):
+        raise TaskNotFound(str(task_id))
+    return task
 
 
 def append_message(task: Task, msg: IncomingMessage, at: datetime) -> Message:

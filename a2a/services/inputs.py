@@ -39,7 +39,7 @@ def request_input(
         raise ValidationFailed({"request": ["must be an object"]})
     checks.storable(request, "request")
     with transaction.atomic():
-        task = lock(task_id)
+        task = lock(task_id, actor)
         m = move(task.state, Action.REQUEST_AUTH if auth else Action.REQUEST_INPUT)
         number = task.input_request_count + 1
         raw = {"requestId": f"req-{task.id}-{number}", **request}
@@ -104,7 +104,7 @@ def provide_input(task_id: str, message: IncomingMessage, *, actor: Actor):
     text-only answer fills the request's one field (`values_from_text`)."""
     message.checked()
     with transaction.atomic():
-        task = lock(task_id)
+        task = lock(task_id, actor)
         m = move(task.state, Action.PROVIDE_INPUT)
         request = task.input_request or {}
         values = _checked_answer(request, message.parts)

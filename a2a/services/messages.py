@@ -55,7 +55,7 @@ def receive_message(
             _new(message, actor, skill, context_id, metadata, origin), created=True, answered=False
         )
     with transaction.atomic():
-        current = lock(task_id)  # the state read here is the state the message meets
+        current = lock(task_id, actor)  # the state read here is the state the message meets
         if context_id and context_id != current.context_id:
             raise ValidationFailed({"message.contextId": ["does not match the task's contextId"]})
         if current.state in TERMINAL and after_end == "new_task":

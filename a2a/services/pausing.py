@@ -100,7 +100,7 @@ def pause_task(
     resume_when = checks.conditions(resume_when, "resumeWhen")
     metadata = checks.mapping(metadata, "metadata")
     with transaction.atomic():
-        task = lock(task_id)
+        task = lock(task_id, actor)
         m = move(task.state, Action.PAUSE, dialect)
         current = task.current_suspension
         if m.noop and current is not None:
@@ -157,7 +157,7 @@ def park_task(
     checks.text(summary, "summary", limit=checks.MAX_SUMMARY)
     metadata = checks.mapping(metadata, "metadata")
     with transaction.atomic():
-        task = lock(task_id)
+        task = lock(task_id, actor)
         m = move(task.state, Action.PARK)
         at = now()
         susp = _open(
@@ -209,7 +209,7 @@ def resume_task(
         raise ValidationFailed({"cause": [f"must be one of {', '.join(Suspension.Cause.values)}"]})
     checks.reason(reason)
     with transaction.atomic():
-        task = lock(task_id)
+        task = lock(task_id, actor)
         move(task.state, Action.RESUME, dialect)
         susp = task.current_suspension
         if handle is not None and (susp is None or susp.handle != handle):

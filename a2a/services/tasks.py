@@ -8,6 +8,7 @@ from typing import Any
 
 from django.db import transaction
 
+from a2a import access
 from a2a.errors import NotAllowedNow, ValidationFailed
 from a2a.event_kinds import EventKind
 from a2a.input_requests import RESPONSE_TYPE, find_data_part
@@ -51,8 +52,10 @@ def create_task(
     at = now()
     with transaction.atomic():
         refs = set(message.reference_task_ids)
-        if refs:
-            found = set(Task.objects.filter(pk__in=refs).values_list("pk", flat=True))
+        if refs:  # tasks the actor may not see are unknown, as if they did not exist
+            found = set(
+                access.visible(Task.objects.filter(pk__in=refs), actor).values_list("pk", flat=True)
+            )
             if missing := sorted(refs - found):
                 raise ValidationFailed(
                     {"message.referenceTaskIds": [f"unknown task {missing[0]!r}"]}
@@ -70,6 +73,7 @@ def create_task(
             origin=origin.door,
             origin_ref=origin.ref,
             origin_title=origin.title,
+            owner=actor.tenant,
         )
         msg = append_message(task, message, at)
         record(task, EventKind.CREATED, actor, at, from_state="", data={"messageSeq": msg.seq})
@@ -83,7 +87,7 @@ def add_message(task_id: str, message: IncomingMessage, *, actor: Actor) -> Task
 
     message.checked()
     with transaction.atomic():
-        task = lock(task_id)
+        task = lock(task_id, actor)
         state = State(task.state)
         if state in (State.INPUT_REQUIRED, State.AUTH_REQUIRED):
             return provide_input(task_id, message, actor=actor)
@@ -131,7 +135,7 @@ def emit_text(task_id: str, text: str, *, actor: Actor) -> Message:
     """An agent message: appended to the history and shown as the task's status message."""
     checks.text(text, "text", limit=checks.MAX_TEXT, blank=False)
     with transaction.atomic():
-        task = lock(task_id)
+        task = lock(task_id, actor)
         _require_output_allowed(task)
         at = now()
         msg = _agent_message(task, text, at)
@@ -151,7 +155,7 @@ def report_progress(task_id: str, done: int, total: int, *, actor: Actor) -> Tas
     if not (is_int(done) and is_int(total)) or not (0 <= done <= total) or total <= 0:
         raise ValidationFailed({"progress": ["needs 0 <= done <= total and total > 0"]})
     with transaction.atomic():
-        task = lock(task_id)
+        task = lock(task_id, actor)
         _require_output_allowed(task)
         task.progress = {"done": done, "total": total}
         record(
@@ -186,7 +190,7 @@ def _simple_move(
     if text is not None:
         checks.text(text, "text", limit=checks.MAX_TEXT)
     with transaction.atomic():
-        task = lock(task_id)
+        task = lock(task_id, actor)
         target = move(task.state, action).to
         at = now()
         fields = ["state", "status_timestamp"]
@@ -242,7 +246,7 @@ def cancel_task(task_id: str, *, actor: Actor, reason: str = "") -> Task:
     (which also clears a Bindu checkpoint) and an open input request is withdrawn."""
     checks.reason(reason)
     with transaction.atomic():
-        task = lock(task_id)
+        task = lock(task_id, actor)
         target = move(task.state, Action.CANCEL).to
         at = now()
         data: dict[str, Any] = {}
@@ -289,7 +293,7 @@ def add_artifact(
     if artifact_id is not None:
         checks.identifier(artifact_id, "artifactId")
     with transaction.atomic():
-        task = lock(task_id)
+        task = lock(task_id, actor)
         _require_output_allowed(task)
         at = now()
         artifact_id = artifact_id or str(uuid.uuid4())

@@ -7,6 +7,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Q
 
+from a2a import access
 from a2a.conditions import event_wakes
 from a2a.errors import StaleHandle, TransitionRefused, ValidationFailed
 from a2a.lifecycle import Dialect
@@ -31,8 +32,12 @@ def emit_event(name: str, payload: dict[str, Any] | None, *, actor: Actor) -> Ex
         event = ExternalEvent.objects.create(
             name=name, payload=payload, received_at=now(), sent_by=str(actor)
         )
-        candidates = Suspension.objects.filter(
-            Q(on_event=name) | Q(trigger_event=name), ended_at__isnull=True
+        candidates = access.visible(  # an event wakes only tasks its emitter may act on
+            Suspension.objects.filter(
+                Q(on_event=name) | Q(trigger_event=name), ended_at__isnull=True
+            ),
+            actor,
+            owner_field="task__owner",
         ).order_by("id")
         woke = []
         for susp in candidates:

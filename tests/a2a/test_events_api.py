@@ -71,7 +71,7 @@ def test_bad_events_are_refused_and_change_nothing(
 
 def test_events_need_a_key_with_write_scope(http, make_task, unchanged):
     parked(make_task, {"onEvent": "ok"})
-    _, reader = api_keys.create_key("reader", ["read"])
+    _, reader = api_keys.create_key("reader", ["read"], owner="test-client")
     with unchanged():
         anonymous = post(http, {"name": "ok"})
         read_only = post(http, {"name": "ok"}, reader)

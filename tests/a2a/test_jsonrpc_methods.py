@@ -190,7 +190,7 @@ def key_with(transactional_db):
 
     def make(*scopes: str) -> tuple[str, str]:
         name = f"key-{uuid.uuid4().hex[:12]}"
-        return name, api_keys.create_key(name, list(scopes))[1]
+        return name, api_keys.create_key(name, list(scopes), owner="test-client")[1]
 
     return make
 

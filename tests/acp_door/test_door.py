@@ -5,6 +5,7 @@ submitted task can be paused), in both directions between the editor and the das
 from __future__ import annotations
 
 import pytest
+from acp import RequestError
 
 from a2a import api_keys, services, skills
 from a2a.acp_door.models import AcpSession
@@ -78,7 +79,7 @@ def test_without_a_key_nothing_but_initialize_and_authenticate(open_peer, acp_ke
 def test_a_read_key_lists_and_loads_but_cannot_start_or_suspend(
     open_peer, acp_key, transactional_db
 ):
-    _, read_only = api_keys.create_key("watcher", ["read"])
+    _, read_only = api_keys.create_key("watcher", ["read"], owner="editor")
     with open_peer(acp_key) as writer:
         sid = writer.new_session(CWD)
     with open_peer(read_only) as peer:
@@ -287,9 +288,10 @@ def test_a_client_that_disappears_leaves_its_task_suspended(open_peer, acp_key):
 
 
 def test_dashboard_resume_reaches_the_editor_and_editor_suspend_reaches_the_board(
-    open_peer, acp_key, op, asgi_server, api_key
+    open_peer, acp_key, op, asgi_server
 ):
-    board = BoardSocket(asgi_server.replace("http://", "ws://") + "/ws/agui/", api_key)
+    _, board_key = api_keys.create_key("board", ["read", "operator"])  # sees every tenant
+    board = BoardSocket(asgi_server.replace("http://", "ws://") + "/ws/agui/", board_key)
     try:
         with open_peer(acp_key, opted_in=True) as peer:
             sid = peer.new_session(CWD)
@@ -337,3 +339,44 @@ def test_an_operator_hold_is_not_lifted_by_a_standard_client(open_peer, acp_key)
         peer.call("session/resume", {"sessionId": sid, "cwd": CWD, "mcpServers": []})
         assert Task.objects.get(pk=task.id).state == "paused-by-client"
         assert peer.errors == []
+
+
+def test_another_tenants_editor_cannot_find_a_session(open_peer, acp_key, unchanged):
+    """Sessions belong to the key's tenant, like tasks: another tenant's key gets -32002
+    (as for a session that does not exist) on every method that names one."""
+    _, other = api_keys.create_key("someone-else", ["read", "write"])
+    _, ops = api_keys.create_key("ops", ["read", "write", "operator"])
+    with open_peer(acp_key) as owner:
+        sid = owner.new_session(CWD)
+        running, task = start_prompt(owner, sid)
+        owner.call("session/suspend", {"sessionId": sid, "reason": "mine"})
+        running.result(timeout=30)
+    with open_peer(other) as peer, unchanged():
+        assert peer.call("session/list", {})["sessions"] == []
+        for method, params in [
+            ("session/load", {"sessionId": sid, "cwd": CWD, "mcpServers": []}),
+            ("session/resume", {"sessionId": sid, "cwd": CWD, "mcpServers": []}),
+            ("session/resume", {"sessionId": sid, "cwd": CWD, "handle": "h", "input": 1}),
+            ("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]}),
+            ("session/suspend", {"sessionId": sid}),
+            ("session/set_mode", {"sessionId": sid, "modeId": "batch"}),
+            ("session/close", {"sessionId": sid}),
+        ]:
+            assert peer.error(method, params).code == -32002, method
+    assert Task.objects.get(pk=task.id).state == "paused-by-client"
+    with open_peer(ops) as operator:  # an operator key sees every tenant's sessions
+        assert [s["sessionId"] for s in operator.call("session/list", {})["sessions"]] == [sid]
+        operator.call("session/resume", {"sessionId": sid, "cwd": CWD, "_meta": {"input": 1}})
+    assert Task.objects.get(pk=task.id).state == "working"
+
+
+def test_revoking_the_key_ends_the_editors_prompt_and_refuses_the_rest(open_peer, acp_key):
+    with open_peer(acp_key) as peer:
+        sid = peer.new_session(CWD)
+        running, _ = start_prompt(peer, sid)
+        assert api_keys.revoke("editor")
+        with pytest.raises(RequestError) as ended:  # within TASKDECK_REVALIDATE_SECONDS
+            running.result(timeout=30)
+        assert ended.value.code == -32000 and "revoked" in str(ended.value.data)
+        refused = peer.error("session/list", {})
+        assert refused.code == -32000 and "revoked" in str(refused.data)

@@ -119,7 +119,7 @@ def test_a_client_that_reconnects_ends_like_a_fresh_one(ws_url, api_key, make_ta
 
 
 def test_sockets_need_a_key_with_read_scope_or_a_session(ws_url, make_task):
-    _, writer_only = api_keys.create_key("writer", ["write"])
+    _, writer_only = api_keys.create_key("writer", ["write"], owner="test-client")
     for headers in ({}, {"Authorization": f"Bearer {writer_only}"}, {"Authorization": "Bearer x"}):
         with pytest.raises(InvalidStatus) as err:
             connect(ws_url, additional_headers={**headers, "Origin": "http://127.0.0.1"})

@@ -100,8 +100,8 @@ class Keys:
 @pytest.fixture
 def keys(transactional_db) -> Keys:
     suffix = uuid.uuid4().hex[:8]
-    _, full = api_keys.create_key(f"fuzz-{suffix}", ["read", "write", "agent"])
-    _, read_only = api_keys.create_key(f"fuzz-ro-{suffix}", ["read"])
+    _, full = api_keys.create_key(f"fuzz-{suffix}", ["read", "write", "agent"], owner="test-client")
+    _, read_only = api_keys.create_key(f"fuzz-ro-{suffix}", ["read"], owner="test-client")
     return Keys(full, read_only)
 
 

@@ -24,6 +24,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from a2a import services
 from a2a.lifecycle import State
+from agui.bridge import _thread_key
 from agui.models import AguiRun, AguiThread, Interrupt
 from tests.conftest import CLIENT, _to, user_message
 from tests.fuzz import support
@@ -52,16 +53,20 @@ APPROVALS = [
 ]
 
 
+# The fuzz keys' tenant (tests/fuzz/conftest.py): their threads live in its space
+FUZZ_KEY_ACTOR = services.Actor("apikey", "fuzz", tenant="key:test-client", restricted=True)
+
+
 class Threads:
     """AG-UI threads whose task is in a given state (made through the services, as a
     run and the agent would leave them), found again by `thread(kind)`."""
 
     def __init__(self) -> None:
-        self.made: list[str] = []
+        self.made: dict[str, str] = {}  # where the bridge keeps a thread -> its threadId
 
     def thread(self, kind: str) -> AguiThread:
         for thread in (
-            AguiThread.objects.filter(thread_id__in=self.made)
+            AguiThread.objects.filter(thread_id__in=list(self.made))
             .select_related("task")
             .order_by("-created_at")
         ):
@@ -71,8 +76,11 @@ class Threads:
             if kind in ("input-required", "paused-by-client") and not self.pending(thread):
                 continue
             return thread
-        thread = AguiThread.objects.create(
-            thread_id=f"fuzz-{uuid.uuid4()}", context_id=str(uuid.uuid4()), created_by="fuzz"
+        public = f"fuzz-{uuid.uuid4()}"
+        thread = AguiThread.objects.create(  # kept where the bridge looks for the fuzz key's
+            thread_id=_thread_key(public, FUZZ_KEY_ACTOR),
+            context_id=str(uuid.uuid4()),
+            created_by="fuzz",
         )
         task = services.create_task(
             user_message("fuzz run"), actor=CLIENT, skill="approval", context_id=thread.context_id
@@ -80,7 +88,7 @@ class Threads:
         _to(State(kind), task.id)
         thread.task = task
         thread.save(update_fields=["task"])
-        self.made.append(thread.thread_id)
+        self.made[thread.thread_id] = public
         return thread
 
     @staticmethod
@@ -93,7 +101,7 @@ class Threads:
 
     def lookup(self, ref: Ref) -> Any:
         if ref.what == "thread":
-            return self.thread(ref.state).thread_id
+            return self.made[self.thread(ref.state).thread_id]
         if ref.what == "interrupt":
             ids = self.pending(self.thread(ref.state))
             return ids[ref.index % len(ids)] if ids else f"input-none-{ref.index}"

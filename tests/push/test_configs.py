@@ -206,7 +206,7 @@ def test_configs_need_the_write_scope(rpc, unchanged, make_task, method, params)
         SET,
         {"taskId": task.id, "pushNotificationConfig": {"id": "c0", "url": HOOK, "token": "secret"}},
     )
-    _, reader = api_keys.create_key("push-reader", ["read"])
+    _, reader = api_keys.create_key("push-reader", ["read"], owner="test-client")
     body = json.loads(json.dumps(params).replace("{task}", task.id))
     with unchanged():
         answer = rpc.raw(

@@ -149,6 +149,6 @@ def test_a_hanging_webhook_delays_only_its_own_config(runtime, start, webhook, a
         wait_for(lambda: head.first().attempts >= 1, 15, "the slow webhook to time out")
         assert "Timeout" in head.first().last_error and head.first().status == "pending"
     finally:
-        push.delete_config(task.id, "slow")
+        push.delete_config(task.id, "slow", actor=None)
         server.shutdown()
         server.server_close()

@@ -16,12 +16,20 @@ class Command(BaseCommand):
             default="read,write",
             help=f"comma-separated, from: {', '.join(api_keys.SCOPES)} (default read,write)",
         )
+        parser.add_argument(
+            "--owner",
+            default="",
+            help="the tenant whose tasks the key sees and makes (default: NAME); keys with "
+            "the same owner share tasks; the operator scope sees every owner's",
+        )
         parser.add_argument("--revoke", action="store_true", help="revoke the key NAME")
         parser.add_argument(
             "--if-missing", action="store_true", help="do nothing if NAME already exists"
         )
 
-    def handle(self, *args, name: str, scopes: str, revoke: bool, if_missing: bool, **options):
+    def handle(
+        self, *args, name: str, scopes: str, owner: str, revoke: bool, if_missing: bool, **options
+    ):
         if revoke:
             if not api_keys.revoke(name):
                 raise CommandError(f"no live key named {name!r}")
@@ -33,7 +41,7 @@ class Command(BaseCommand):
             raise CommandError(f"a key named {name!r} exists; revoke it or choose another name")
         try:
             _, token = api_keys.create_key(
-                name, [s.strip() for s in scopes.split(",") if s.strip()]
+                name, [s.strip() for s in scopes.split(",") if s.strip()], owner=owner.strip()
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from exc

@@ -21,7 +21,7 @@ from dashboard import roles
 OPERATOR = "operator"
 VIEWER = "viewer"
 DEMO_KEY = "demo"
-ANA = services.Actor("operator", "ana")
+ANA = services.Actor("operator", "ana", tenant="user:ana")
 
 
 def _secret_file(name: str, make) -> str:

@@ -79,11 +79,13 @@ async def _serve(protocol_fd: int) -> None:
     transport = await stdio_transport(protocol_fd, max_line=max_line_bytes())
     serving = asyncio.ensure_future(run_agent(door, transport, use_unstable_protocol=True))
     stop = asyncio.ensure_future(stopping.wait())
+    guard = asyncio.ensure_future(door.guard())
     try:
         await asyncio.wait({serving, stop}, return_when=asyncio.FIRST_COMPLETED)
     finally:
+        guard.cancel()
         await door.close()
         for task in (serving, stop):
             task.cancel()
-        await asyncio.gather(serving, stop, return_exceptions=True)
+        await asyncio.gather(serving, stop, guard, return_exceptions=True)
         log.info("ACP client gone; tasks are left as they are")

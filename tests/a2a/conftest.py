@@ -1,0 +1,3 @@
+"""The dashboard's signed-in users, for tests that cross into the dashboard (revocation)."""
+
+from tests.dashboard.conftest import operator  # noqa: F401 (fixture)

@@ -1,0 +1,98 @@
+"""Revoking a key, or signing out, ends what it opened (issue 12, finding 3): an SSE stream,
+an AG-UI run, a WebSocket — within TASKDECK_REVALIDATE_SECONDS (0.5 s in the tests, 5 s by
+default). Each test reads until the thing ends; the client's timeout is the bound."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from django.test import Client
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
+
+from a2a import api_keys, services
+from tests.conftest import user_message
+
+pytestmark = pytest.mark.django_db(transaction=True)
+BOUND = 10  # seconds a client waits at most; the server's bound is 0.5 s (+ a poll)
+
+
+@pytest.fixture
+def key(transactional_db):
+    return api_keys.create_key("doomed", ["read", "write"])[1]
+
+
+def mine() -> str:
+    actor = services.Actor("apikey", "doomed", tenant="key:doomed", restricted=True)
+    return services.create_task(user_message("long job"), actor=actor, skill="approval").id
+
+
+def test_a_revoked_keys_stream_ends(asgi_server, key):
+    task_id = mine()
+    body = {"jsonrpc": "2.0", "id": 9, "method": "tasks/resubscribe", "params": {"id": task_id}}
+    frames = []
+    with httpx.Client(base_url=asgi_server, timeout=BOUND) as http, http.stream(
+        "POST", "/a2a/", json=body, headers={"Authorization": f"Bearer {key}"}
+    ) as response:
+        for line in response.iter_lines():
+            if line.startswith("data: "):
+                frames.append(json.loads(line[6:]))
+                if len(frames) == 1:  # the stream is open: revoke the key now
+                    assert api_keys.revoke("doomed")
+    assert frames[0]["result"]["id"] == task_id
+    assert frames[-1]["error"]["data"]["detail"] == "the API key was revoked; the stream ends"
+
+
+def test_a_revoked_keys_agui_run_ends_with_run_error(asgi_server, key):
+    events = []
+    run = {
+        "threadId": "t-doomed",
+        "runId": "r-doomed",
+        "state": {},
+        "tools": [],
+        "context": [],
+        "forwardedProps": {},
+        "messages": [{"id": "u1", "role": "user", "content": "Roll out"}],
+    }
+    with httpx.Client(base_url=asgi_server, timeout=BOUND) as http, http.stream(
+        "POST", "/agui/run", json=run, headers={"Authorization": f"Bearer {key}"}
+    ) as response:
+        for line in response.iter_lines():
+            if line.startswith("data: "):
+                events.append(json.loads(line[6:]))
+                if events[-1]["type"] == "RUN_STARTED":
+                    assert api_keys.revoke("doomed")
+    assert events[0]["type"] == "RUN_STARTED"
+    assert events[-1] == {**events[-1], "type": "RUN_ERROR", "code": "revoked"}
+
+
+def ws_url(asgi_server: str) -> str:
+    return asgi_server.replace("http://", "ws://") + "/ws/agui/"
+
+
+def closed_with(ws) -> int:
+    with pytest.raises(ConnectionClosed) as closed:
+        while True:
+            ws.recv(timeout=BOUND)
+    return closed.value.rcvd.code
+
+
+def test_a_revoked_keys_socket_is_closed(asgi_server, key):
+    headers = {"Authorization": f"Bearer {key}", "Origin": "http://127.0.0.1"}
+    with connect(ws_url(asgi_server), additional_headers=headers) as ws:
+        assert json.loads(ws.recv(timeout=BOUND))["type"] == "STATE_SNAPSHOT"
+        assert api_keys.revoke("doomed")
+        assert closed_with(ws) == 4401
+
+
+def test_signing_out_closes_the_dashboards_socket(asgi_server, operator):
+    browser = Client()
+    browser.force_login(operator)
+    cookie = f"sessionid={browser.cookies['sessionid'].value}"
+    headers = {"Cookie": cookie, "Origin": "http://127.0.0.1"}
+    with connect(ws_url(asgi_server), additional_headers=headers) as ws:
+        assert json.loads(ws.recv(timeout=BOUND))["type"] == "STATE_SNAPSHOT"
+        browser.post("/logout/")  # the session is gone from the store
+        assert closed_with(ws) == 4401
