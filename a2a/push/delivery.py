@@ -322,9 +322,9 @@ def headers_for(config: PushConfig, event_id: int) -> dict[str, str]:
         EVENT_ID_HEADER: str(event_id),
     }
     if config.auth_scheme and config.auth_credentials:
-        headers["Authorization"] = f"{config.auth_scheme} {config.auth_credentials}"
+        headers["Authorization"] = f"{config.auth_scheme} {config.plain_credentials}"
     if config.token:
-        headers[TOKEN_HEADER] = config.token
+        headers[TOKEN_HEADER] = config.plain_token
     return headers
 
 
@@ -456,7 +456,7 @@ def redacted(url: str) -> str:
 
 
 def _scrub(text: str, config: PushConfig) -> str:
-    for secret in (config.url, config.token, config.auth_credentials):
+    for secret in (config.url, config.plain_token, config.plain_credentials):
         if secret:
             text = text.replace(secret, "…")
     return text

@@ -18,15 +18,20 @@ from .models import PushConfig
 # --- Wire shapes ------------------------------------------------------------------------------
 
 
+# Webhook secrets are write-only on the wire: a config's answers say that there is a token
+# or credentials, never what they are (its owner set them; the webhook receives them).
+MASK = "********"
+
+
 def config_03(c: PushConfig) -> dict[str, Any]:
     """0.3 TaskPushNotificationConfig: {taskId, pushNotificationConfig}."""
     inner: dict[str, Any] = {"id": c.config_id, "url": c.url}
     if c.token:
-        inner["token"] = c.token
+        inner["token"] = MASK
     if c.auth_schemes:
         auth: dict[str, Any] = {"schemes": list(c.auth_schemes)}
         if c.auth_credentials:
-            auth["credentials"] = c.auth_credentials
+            auth["credentials"] = MASK
         inner["authentication"] = auth
     return {"taskId": c.task_id, "pushNotificationConfig": inner}
 
@@ -35,11 +40,11 @@ def config_10(c: PushConfig) -> dict[str, Any]:
     """1.0 TaskPushNotificationConfig: flat {id, taskId, url, token?, authentication?}."""
     out: dict[str, Any] = {"id": c.config_id, "taskId": c.task_id, "url": c.url}
     if c.token:
-        out["token"] = c.token
+        out["token"] = MASK
     if c.auth_schemes:
         auth: dict[str, Any] = {"scheme": c.auth_scheme}
         if c.auth_credentials:
-            auth["credentials"] = c.auth_credentials
+            auth["credentials"] = MASK
         out["authentication"] = auth
     return out
 

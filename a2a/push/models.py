@@ -12,6 +12,8 @@ from django.db import models
 
 from a2a.models import Task, TaskEvent
 
+from . import sealing
+
 
 class PushConfig(models.Model):
     class Version(models.TextChoices):
@@ -21,8 +23,8 @@ class PushConfig(models.Model):
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="push_configs")
     config_id = models.CharField(max_length=128)
     url = models.CharField(max_length=2048)
-    # The client's secrets for its own webhook: stored as given, sent only to `url`, never
-    # logged, never shown in the admin.
+    # The client's secrets for its own webhook: sealed at rest (a2a/push/sealing.py), sent
+    # only to `url`, never logged, never shown — on the wire get/list answer them masked.
     token = models.TextField(blank=True, default="")
     auth_schemes = models.JSONField(default=list, blank=True)  # the first one is used
     auth_credentials = models.TextField(blank=True, default="")
@@ -48,6 +50,14 @@ class PushConfig(models.Model):
 
     def __str__(self) -> str:
         return f"{self.config_id} for task {self.task_id}"
+
+    @property
+    def plain_token(self) -> str:
+        return sealing.unseal(self.token)
+
+    @property
+    def plain_credentials(self) -> str:
+        return sealing.unseal(self.auth_credentials)
 
     @property
     def auth_scheme(self) -> str:

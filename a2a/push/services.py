@@ -24,7 +24,7 @@ from a2a.models import Task, TaskEvent
 from a2a.protocol.params import flatten_errors
 from a2a.services import Actor
 
-from . import params
+from . import params, sealing
 from .models import PushConfig
 
 if TYPE_CHECKING:
@@ -102,9 +102,9 @@ def set_config(
         existing = PushConfig.objects.filter(task=task, config_id=config_id).first()
         values = {
             "url": config.url,
-            "token": config.token,
+            "token": sealing.seal(config.token),
             "auth_schemes": list(config.schemes),
-            "auth_credentials": config.credentials,
+            "auth_credentials": sealing.seal(config.credentials),
             "version": version,
             "updated_at": now,
         }

@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 from a2a import api_keys
+from a2a.push.methods import MASK
+from a2a.push.models import PushConfig
 
 pytestmark = pytest.mark.django_db(transaction=True)
 V10 = {"A2A-Version": "1.0"}
@@ -65,7 +67,12 @@ def test_set_get_list_delete_in_the_0_3_shapes(rpc, make_task):
         "authentication": {"schemes": ["Bearer"], "credentials": "s3cret"},
     }
     second = result_of(rpc, SET, {"taskId": task.id, "pushNotificationConfig": secured})
-    assert second == {"taskId": task.id, "pushNotificationConfig": secured}
+    masked = {
+        **secured,
+        "token": MASK,
+        "authentication": {"schemes": ["Bearer"], "credentials": MASK},
+    }
+    assert second == {"taskId": task.id, "pushNotificationConfig": masked}  # write-only
     assert result_of(rpc, GET, {"id": task.id, "pushNotificationConfigId": "ops"}) == second
     assert result_of(rpc, LIST, {"id": task.id}) == [first, second]
     # set with an existing id replaces that config
@@ -233,7 +240,9 @@ def test_create_get_list_delete_in_the_1_0_shapes(rpc, make_task):
     assert created == {
         "id": "tck-push-1",
         "taskId": task.id,
-        **{k: full[k] for k in full if k != "id"},
+        "url": full["url"],
+        "token": MASK,  # secrets are write-only on the wire
+        "authentication": {"scheme": "Bearer", "credentials": MASK},
     }
     assert list(created) == ["id", "taskId", "url", "token", "authentication"]
     plain = result_of(rpc, CREATE10, {"taskId": task.id, "url": HOOK, "tenant": ""}, V10)
@@ -245,7 +254,7 @@ def test_create_get_list_delete_in_the_1_0_shapes(rpc, make_task):
     as_03 = result_of(rpc, GET, {"id": task.id, "pushNotificationConfigId": "tck-push-1"})
     assert as_03["pushNotificationConfig"]["authentication"] == {
         "schemes": ["Bearer"],
-        "credentials": "secret",
+        "credentials": MASK,
     }
     for _ in range(2):  # idempotent
         answer = rpc(DELETE10, {"task_id": task.id, "id": "tck-push-1"}, headers=V10)
@@ -315,10 +324,14 @@ def test_1_0_bad_params(rpc, unchanged, make_task, method, params, field):
 
 def _send_params(config_field: str, config: Any, **message) -> dict:
     return {
-        "message": {"role": "user", "messageId": f"m-{uuid.uuid4()}", "parts": [
-            {"kind": "text", "text": "hello"}], **message},
+        "message": {
+            "role": "user",
+            "messageId": f"m-{uuid.uuid4()}",
+            "parts": [{"kind": "text", "text": "hello"}],
+            **message,
+        },
         "configuration": {config_field: config},
-    }  # fmt: skip
+    }
 
 
 def test_a_config_sent_with_a_message_is_stored_with_its_task(rpc):
@@ -327,13 +340,16 @@ def test_a_config_sent_with_a_message_is_stored_with_its_task(rpc):
     )
     listed = result_of(rpc, LIST, {"id": task["id"]})
     assert [c["pushNotificationConfig"]["url"] for c in listed] == [HOOK]
-    assert listed[0]["pushNotificationConfig"]["token"] == "t3"
+    assert listed[0]["pushNotificationConfig"]["token"] == MASK  # set, and not shown
     v10 = _send_params("taskPushNotificationConfig", {"url": HOOK, "token": "t10"})
     v10["message"] = {"role": "ROLE_USER", "messageId": "m-10", "parts": [{"text": "hi"}]}
     v10["configuration"]["returnImmediately"] = True
     sent = result_of(rpc, "SendMessage", v10, V10)
     configs = result_of(rpc, LIST10, {"taskId": sent["task"]["id"]}, V10)["configs"]
-    assert [(c["url"], c["token"]) for c in configs] == [(HOOK, "t10")]
+    assert [(c["url"], c["token"]) for c in configs] == [(HOOK, MASK)]
+    stored = PushConfig.objects.get(task_id=sent["task"]["id"])
+    assert stored.token.startswith("fernet:") and "t10" not in stored.token  # sealed at rest
+    assert stored.plain_token == "t10"
 
 
 @pytest.mark.parametrize(
@@ -349,9 +365,13 @@ def test_a_bad_config_sent_with_a_message_refuses_the_message(rpc, unchanged, co
     """Checked before the message is delivered: no task, no message, no config."""
     where = "configuration.pushNotificationConfig" + (f".{field}" if field else "")
     expect_error(
-        rpc, unchanged, "message/send", _send_params("pushNotificationConfig", config),
-        -32602, where,
-    )  # fmt: skip
+        rpc,
+        unchanged,
+        "message/send",
+        _send_params("pushNotificationConfig", config),
+        -32602,
+        where,
+    )
 
 
 def test_a_config_sent_to_a_task_that_cannot_take_the_message_is_not_stored(
@@ -362,3 +382,39 @@ def test_a_config_sent_to_a_task_that_cannot_take_the_message_is_not_stored(
     expect_error(rpc, unchanged, "message/send", params, -32004)
     params = _send_params("pushNotificationConfig", {"url": HOOK}, taskId="no-such-task")
     expect_error(rpc, unchanged, "message/send", params, -32001)
+
+
+def test_secrets_are_sealed_at_rest_and_survive_a_key_rotation(make_task, monkeypatch, request):
+    """Sealed with the first of TASKDECK_PUSH_SECRET_KEYS; after a new key is put first,
+    `reseal_push_secrets` moves every secret to it and the old key can go."""
+    from cryptography.fernet import Fernet
+    from django.core.management import call_command
+
+    from a2a.push import sealing
+    from a2a.push import services as push
+
+    old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    request.addfinalizer(sealing._fernet.cache_clear)  # later tests get the default key
+
+    def keys(value: str) -> None:
+        monkeypatch.setenv("TASKDECK_PUSH_SECRET_KEYS", value)
+        sealing._fernet.cache_clear()
+
+    task = make_task("working")
+    keys(old)
+    push.set_config(
+        task.id,
+        push.ConfigInput(url=HOOK, token="tok-A", schemes=("Bearer",), credentials="cred-A"),
+        version="1.0",
+        actor=None,
+    )
+    row = PushConfig.objects.get(task=task)
+    assert "tok-A" not in row.token and "cred-A" not in row.auth_credentials
+    keys(f"{new},{old}")
+    call_command("reseal_push_secrets", stdout=open("/dev/null", "w"))  # noqa: SIM115
+    keys(new)  # the old key is gone
+    row.refresh_from_db()
+    assert (row.plain_token, row.plain_credentials) == ("tok-A", "cred-A")
+    keys(old)
+    with pytest.raises(ValueError, match="cannot be unsealed"):
+        row.plain_token  # noqa: B018

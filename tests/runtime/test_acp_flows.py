@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from a2a.acp_door.models import AcpSession
@@ -33,6 +35,12 @@ def prompt(peer, sid: str, text: str, **metadata):
     if metadata:
         params["_meta"] = {"taskdeck/metadata": metadata}
     return peer.start("session/prompt", params)
+
+
+def as_editor(rpc, acp_key):
+    """The HTTP client with the editor's key: an event wakes only its emitter's tenant's
+    tasks, and the editor's tasks belong to its key's tenant."""
+    return dataclasses.replace(rpc, token=acp_key)
 
 
 def task_of(sid: str) -> Task:
@@ -105,7 +113,7 @@ def test_suspend_mid_batch_then_resume_runs_every_item_once(editor, mode):
     ],
 )
 def test_an_agent_that_parks_itself_is_woken_by_an_event_over_http(
-    editor, rpc, event, payload, cause
+    editor, rpc, acp_key, event, payload, cause
 ):
     with editor() as peer:
         sid = peer.new_session(CWD, mode="ci-wait")
@@ -119,7 +127,7 @@ def test_an_agent_that_parks_itself_is_woken_by_an_event_over_http(
         assert request["conditions"]["onEvent"] == "ci.build.completed:4321"
         task = task_of(sid)
         wait_idle(task.id)
-        post_event(rpc, event, payload)
+        post_event(as_editor(rpc, acp_key), event, payload)
         resumed = peer.wait_update(sid, kind("resumed"))
         assert resumed["cause"] == cause and resumed["hadResumeInput"] is True
         peer.wait_update(sid, finished)
@@ -191,13 +199,13 @@ def test_load_after_a_restart_replays_what_was_first_seen(editor):
     assert [u for u in replay if u["sessionUpdate"] != "user_message_chunk"] == live
 
 
-def test_a_standard_client_meets_no_unknown_kind_through_a_park_and_wake(editor, rpc):
+def test_a_standard_client_meets_no_unknown_kind_through_a_park_and_wake(editor, rpc, acp_key):
     with editor(opted_in=False) as peer:
         sid = peer.new_session(CWD, mode="ci-wait")
         prompt(peer, sid, "Run", build=99).result(timeout=30)
         task = task_of(sid)
         wait_idle(task.id)
-        post_event(rpc, "ci.build.completed:99", {"status": "green"})
+        post_event(as_editor(rpc, acp_key), "ci.build.completed:99", {"status": "green"})
         peer.wait_update(sid, says("▶ Resumed (external_event)"))
         peer.wait_update(sid, finished)
         assert peer.seen(sid) and peer.errors == [] and peer.parked == []
