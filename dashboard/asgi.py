@@ -16,6 +16,9 @@ from django.core.asgi import get_asgi_application
 django_asgi_app = get_asgi_application()
 
 from agui.routing import websocket_urlpatterns  # noqa: E402
+from dashboard import body_limit  # noqa: E402
+
+body_limit.install()  # Daphne reads whole bodies before the app runs: limit them as they arrive
 
 application = ProtocolTypeRouter(
     {

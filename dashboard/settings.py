@@ -217,6 +217,9 @@ TASKDECK = {
     "CARD_DEFAULT_VERSION": os.environ.get("TASKDECK_CARD_DEFAULT_VERSION", "0.3"),
     # Largest JSON-RPC request body accepted, in bytes.
     "MAX_REQUEST_BYTES": int(os.environ.get("TASKDECK_MAX_REQUEST_BYTES", 1_000_000)),
+    # A request body must arrive within this many seconds (else 408): slow clients cannot
+    # hold a server slot (dashboard/body_limit.py).
+    "BODY_SECONDS": float(os.environ.get("TASKDECK_BODY_SECONDS", 30)),
     # Agents (modules with SKILL and `async def run(ctx)`); each is a skill on the card.
     "AGENTS": [
         "a2a.runtime.agents.approval",

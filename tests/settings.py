@@ -10,6 +10,8 @@ os.environ.setdefault("DJANGO_SECRET_KEY", "insecure-key-for-tests-only")
 # Open streams, sockets and ACP sessions re-check their caller this often (5 s by default):
 # short, so the revocation tests wait half a second, not five. Child processes inherit it.
 os.environ.setdefault("TASKDECK_REVALIDATE_SECONDS", "0.5")
+# A request body must arrive within this (30 s by default): short for the slow-client test.
+os.environ.setdefault("TASKDECK_BODY_SECONDS", "2")
 
 from dashboard.settings import *  # noqa: F403
 

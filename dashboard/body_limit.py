@@ -1,0 +1,112 @@
+"""Request bodies are limited before they are read (issue 12, finding 6).
+
+Daphne (on Twisted) reads a request's whole body into memory or a temporary file before it
+calls the application, so no ASGI middleware can refuse a large body early: a 300 MB POST
+used to be read completely before its 401, and a chunked body past the limit reached Django
+as an HTML 400 with a logged traceback. So the limit is applied where the bytes arrive, in
+Daphne's request object (`install()`, called when dashboard.asgi is imported by a Daphne
+process):
+
+- a `Content-Length` over TASKDECK MAX_REQUEST_BYTES → 413 at once, nothing read;
+- a chunked (or lying) body is counted as it arrives: past the limit → 413, connection closed;
+- a body that has not fully arrived BODY_SECONDS after its headers → 408 (a client that
+  drips its body, or stops sending, cannot hold a server slot). Twisted's own idle timeout
+  (60 s) still bounds a client that never finishes its headers.
+
+The answer is JSON: JSON-RPC's envelope (-32600, id null) on the A2A endpoint, `{"detail"}`
+elsewhere. What passes reaches the application unchanged.
+
+It patches daphne.http_protocol.WebRequest (daphne 4.x): Daphne has no body-size option.
+tests/test_body_limit.py drives it over raw sockets; behind a proxy, limit there too
+(docs/production.md).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+from django.conf import settings
+
+A2A_PATHS = (b"/a2a", b"/a2a/")
+_installed = False
+
+
+def _limit() -> int:
+    return int(settings.TASKDECK["MAX_REQUEST_BYTES"])
+
+
+def _seconds() -> float:
+    return float(settings.TASKDECK.get("BODY_SECONDS", 30))
+
+
+def refusal(path: bytes, status: int, reason: str, detail: str) -> bytes:
+    """A complete HTTP/1.1 response that closes the connection."""
+    if path.split(b"?")[0] in A2A_PATHS:
+        error = {"code": -32600, "message": "Invalid request", "data": {"detail": detail}}
+        body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
+    else:
+        body = json.dumps({"detail": detail}).encode()
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+def install() -> None:
+    """Patch Daphne's request so bodies are limited as they arrive (idempotent)."""
+    global _installed
+    if _installed:
+        return
+    from daphne.http_protocol import WebRequest
+    from twisted.internet import reactor
+
+    got_length, handle_chunk = WebRequest.gotLength, WebRequest.handleContentChunk
+    request_received = WebRequest.requestReceived
+
+    def refuse(self, status: int, reason: str, detail: str) -> None:
+        if getattr(self, "_td_refused", False):
+            return
+        self._td_refused = True
+        self.content = io.BytesIO()  # whatever else arrives is dropped
+        transport = self.channel.transport if self.channel else None
+        if transport is not None:
+            path = getattr(self.channel, "_path", None) or self.uri or b""  # uri comes later
+            transport.write(refusal(path, status, reason, detail))
+            transport.loseConnection()
+
+    def limited_got_length(self, length):
+        self._td_size, self._td_refused, self._td_done = 0, False, False
+        got_length(self, length)
+        if length is not None and length > _limit():
+            refuse(self, 413, "Payload Too Large", f"request body over {_limit()} bytes")
+            return
+        self._td_timer = reactor.callLater(_seconds(), late, self)
+
+    def late(self) -> None:
+        if not self._td_done:
+            refuse(self, 408, "Request Timeout", "the request body did not arrive in time")
+
+    def limited_chunk(self, data):
+        if getattr(self, "_td_refused", False):
+            return
+        self._td_size = getattr(self, "_td_size", 0) + len(data)
+        if self._td_size > _limit():
+            refuse(self, 413, "Payload Too Large", f"request body over {_limit()} bytes")
+            return
+        handle_chunk(self, data)
+
+    def limited_received(self, command, path, version):
+        self._td_done = True
+        timer = getattr(self, "_td_timer", None)
+        if timer is not None and timer.active():
+            timer.cancel()
+        if getattr(self, "_td_refused", False):
+            return None
+        return request_received(self, command, path, version)
+
+    WebRequest.gotLength = limited_got_length
+    WebRequest.handleContentChunk = limited_chunk
+    WebRequest.requestReceived = limited_received
+    _installed = True
