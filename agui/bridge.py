@@ -23,6 +23,7 @@ from a2a import services
 from a2a.errors import NotAllowedNow, StaleHandle, TaskNotFound, ValidationFailed
 from a2a.lifecycle import TransitionRefused
 from a2a.models import Task
+from a2a.rate_limits import RateLimited
 from agui.models import AguiRun, AguiThread, Interrupt
 from agui.projector import CURRENT_RUN
 
@@ -101,6 +102,8 @@ def start_run(run: RunAgentInput, actor: services.Actor) -> RunPlan:
         raise RunRefused(f"the resume payload was refused: {detail}", "invalid_payload") from None
     except (TransitionRefused, StaleHandle, NotAllowedNow, TaskNotFound) as exc:
         raise RunRefused(f"the task cannot take this now: {exc}", "conflict") from None
+    except RateLimited as exc:
+        raise RunRefused(str(exc), "rate_limited") from None
     finally:
         CURRENT_RUN.reset(token)
 

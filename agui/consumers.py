@@ -21,6 +21,7 @@ from ag_ui.core import ActivitySnapshotEvent, StateSnapshotEvent
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from a2a import rate_limits
 from a2a.auth import (
     Unauthenticated,
     authenticate,
@@ -103,6 +104,12 @@ class ViewConsumer(AsyncWebsocketConsumer):
             await self.send(json.dumps({"type": "error", "message": "send JSON"}))
             return
         if isinstance(message, dict) and message.get("type") == "resync":
+            try:
+                await database_sync_to_async(rate_limits.take)("resync", self.who)
+            except rate_limits.RateLimited as exc:
+                error = {"type": "error", "message": str(exc), "retryAfter": exc.retry_after}
+                await self.send(json.dumps(error))
+                return
             await self.resync()
         else:
             await self.send(json.dumps({"type": "error", "message": "unknown message"}))

@@ -130,6 +130,17 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
+# --- Cache: rate-limit counts (a2a/rate_limits.py); shared through Redis when there is one
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            # a Redis that hangs costs a request a second at most (limits then lapse)
+            "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 1},
+        }
+    }
+
 # --- Auth, i18n, static -------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -220,6 +231,11 @@ TASKDECK = {
     # A request body must arrive within this many seconds (else 408): slow clients cannot
     # hold a server slot (dashboard/body_limit.py).
     "BODY_SECONDS": float(os.environ.get("TASKDECK_BODY_SECONDS", 30)),
+    # Per API key and minute: new tasks, and re-subscriptions (a2a/rate_limits.py; 0: off).
+    "RATES": {
+        "create": int(os.environ.get("TASKDECK_RATE_CREATE", 120)),
+        "resync": int(os.environ.get("TASKDECK_RATE_RESYNC", 60)),
+    },
     # Agents (modules with SKILL and `async def run(ctx)`); each is a skill on the card.
     "AGENTS": [
         "a2a.runtime.agents.approval",

@@ -12,6 +12,10 @@ os.environ.setdefault("DJANGO_SECRET_KEY", "insecure-key-for-tests-only")
 os.environ.setdefault("TASKDECK_REVALIDATE_SECONDS", "0.5")
 # A request body must arrive within this (30 s by default): short for the slow-client test.
 os.environ.setdefault("TASKDECK_BODY_SECONDS", "2")
+# The suite makes more tasks a minute with one key than any client should; the rate-limit
+# tests set their own limits.
+os.environ.setdefault("TASKDECK_RATE_CREATE", "0")
+os.environ.setdefault("TASKDECK_RATE_RESYNC", "0")
 
 from dashboard.settings import *  # noqa: F403
 

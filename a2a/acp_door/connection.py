@@ -25,7 +25,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from pydantic import BaseModel
 
-from a2a import api_keys, skills
+from a2a import api_keys, rate_limits, skills
 from a2a.acp_door import sessions
 from a2a.acp_door.errors import auth_required, from_domain, invalid_params
 from a2a.acp_door.live import LiveSession
@@ -257,6 +257,7 @@ class Door:
     async def load_session(self, req: s.LoadSessionRequest, raw: dict) -> dict:
         principal = self._need("read")
         session = await db(sessions.get_session)(req.session_id, principal.actor)
+        await db(rate_limits.take)("resync", principal.actor)  # a replay is a resync
         await db(sessions.reopen)(session)
         old = self.live.pop(session.session_id, None)
         if old is not None:

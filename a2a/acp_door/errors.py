@@ -9,6 +9,7 @@ from acp import RequestError
 
 from a2a.errors import NotAllowedNow, StaleHandle, TaskNotFound, refusal_hint
 from a2a.lifecycle import Action, TransitionRefused
+from a2a.rate_limits import RateLimited
 from a2a.validation import ValidationFailed
 
 AUTH_REQUIRED = -32000
@@ -17,6 +18,7 @@ NOT_NOW = -32004
 NOT_SUSPENDABLE = -32011
 STALE_HANDLE = -32012
 NOT_SUSPENDED = -32013
+RATE_LIMITED = -32029
 
 
 class SessionNotFound(Exception):
@@ -53,6 +55,9 @@ def from_domain(exc: Exception) -> RequestError | None:
         if exc.action in (Action.PAUSE, Action.PARK):
             return RequestError(NOT_SUSPENDABLE, "Session cannot be suspended now", data)
         return RequestError(NOT_NOW, "Not possible in the task's state", data)
+    if isinstance(exc, RateLimited):
+        data = {"detail": str(exc), "retryAfter": exc.retry_after}
+        return RequestError(RATE_LIMITED, "Too many requests", data)
     if isinstance(exc, NotAllowedNow):
         return RequestError(NOT_NOW, "Not possible now", {"detail": str(exc), "state": exc.state})
     return None

@@ -11,6 +11,7 @@ from typing import Any
 
 from a2a.errors import NotAllowedNow, StaleHandle, TaskNotFound, Unsupported, refusal_hint
 from a2a.lifecycle import PAUSED, Action, Dialect, TransitionRefused
+from a2a.rate_limits import RateLimited
 from a2a.validation import ValidationFailed
 
 PARSE_ERROR = -32700
@@ -29,6 +30,7 @@ STALE_HANDLE = -32012
 NOT_PAUSED = -32013
 BINDU_NOT_PAUSABLE = -32040
 BINDU_NOT_RESUMABLE = -32041
+RATE_LIMITED = -32029  # Taskdeck's: HTTP 429 with Retry-After (a2a/rate_limits.py)
 
 MESSAGES = {
     PARSE_ERROR: "Parse error",
@@ -47,6 +49,7 @@ MESSAGES = {
     NOT_PAUSED: "Task is not paused",
     BINDU_NOT_PAUSABLE: "Task not pausable",
     BINDU_NOT_RESUMABLE: "Task not resumable",
+    RATE_LIMITED: "Too many requests",
 }
 
 
@@ -164,4 +167,7 @@ def from_domain(exc: Exception, dialect: Dialect = Dialect.RFC) -> JsonRpcError 
         return invalid_params(exc.errors)
     if isinstance(exc, Unsupported):
         return JsonRpcError(UNSUPPORTED_OPERATION, str(exc))
+    if isinstance(exc, RateLimited):
+        data = {"retryAfter": exc.retry_after}
+        return JsonRpcError(RATE_LIMITED, str(exc), data, http_status=429)
     return None

@@ -59,6 +59,8 @@ def _response(
     response = JsonResponse(body, status=status)
     if status == 401:
         response["WWW-Authenticate"] = 'Bearer realm="taskdeck"'
+    if status == 429:
+        response["Retry-After"] = str(error.data.get("retryAfter", 60))
     return response
 
 
@@ -222,8 +224,9 @@ async def endpoint(request: HttpRequest):
     )
     outcome = await _run_in_thread(name, params, call)
     if isinstance(outcome, JsonRpcError):
-        if method.streaming and version == "0.3":
-            # 0.3 clients read a stream method's answer as SSE, errors included
+        if method.streaming and version == "0.3" and outcome.http_status == 200:
+            # 0.3 clients read a stream method's answer as SSE, errors included (but a
+            # 429 stays an HTTP answer: clients back off on the status and Retry-After)
             body = {"jsonrpc": "2.0", "id": rpc_id, "error": outcome.as_dict(version)}
             frame = f"data: {json.dumps(body, separators=(',', ':'))}\n\n".encode()
             return _sse(_one_event(frame))

@@ -13,7 +13,7 @@ from typing import Any
 from django.db import transaction
 from rest_framework import serializers
 
-from a2a import access, selectors, services
+from a2a import access, rate_limits, selectors, services
 from a2a.auth import Principal
 from a2a.errors import NotAllowedNow, TaskNotFound, Unsupported, ValidationFailed
 from a2a.lifecycle import TERMINAL, Dialect, State
@@ -85,6 +85,7 @@ def stream_message(params: dict, call: Call) -> streaming.StreamPlan:
 def subscribe(params: dict, call: Call) -> streaming.StreamPlan:
     """1.0 SubscribeToTask: the task first, then its events until it ends; a task that has
     already ended has nothing to subscribe to (-32004, as the a2a-sdk answers)."""
+    rate_limits.take("resync", call.actor)
     mine = access.visible(Task.objects.filter(pk=params["task"]), call.actor)
     state = mine.values_list("state", flat=True).first()
     if state is None:
@@ -105,6 +106,7 @@ def extended_card(params: dict, call: Call) -> dict:
 
 
 def resubscribe(params: dict, call: Call) -> streaming.StreamPlan:
+    rate_limits.take("resync", call.actor)
     last = call.last_event_id
     meta_last = (params.get("metadata") or {}).get("lastEventId")
     if last is None and meta_last is not None:

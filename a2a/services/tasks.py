@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db import transaction
 
-from a2a import access
+from a2a import access, rate_limits
 from a2a.errors import NotAllowedNow, ValidationFailed
 from a2a.event_kinds import EventKind
 from a2a.input_requests import RESPONSE_TYPE, find_data_part
@@ -41,6 +41,7 @@ def create_task(
     message. Referenced tasks must exist."""
     message.checked()
     checks.skill(skill)
+    rate_limits.take("create", actor)  # per key and minute (429 at the doors)
     metadata = checks.mapping(metadata, "metadata")
     if context_id is not None:
         checks.identifier(context_id, "message.contextId")

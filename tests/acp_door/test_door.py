@@ -380,3 +380,12 @@ def test_revoking_the_key_ends_the_editors_prompt_and_refuses_the_rest(open_peer
         assert ended.value.code == -32000 and "revoked" in str(ended.value.data)
         refused = peer.error("session/list", {})
         assert refused.code == -32000 and "revoked" in str(refused.data)
+
+
+def test_a_replay_past_the_resync_limit_is_refused(open_peer, acp_key):
+    with open_peer(acp_key, TASKDECK_RATE_RESYNC="1") as peer:
+        sid = peer.new_session(CWD)
+        load = {"sessionId": sid, "cwd": CWD, "mcpServers": []}
+        peer.call("session/load", load)
+        refused = peer.error("session/load", load)
+        assert refused.code == -32029 and 1 <= refused.data["retryAfter"] <= 60

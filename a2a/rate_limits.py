@@ -1,0 +1,67 @@
+"""Per-key rate limits (issue 12, item 5): how many tasks a key may create, and how many
+times it may re-subscribe (a fresh snapshot costs the server more than a live stream),
+per minute. A caller past its limit gets RateLimited with the seconds to wait; each door
+answers it as 429 with Retry-After (JSON-RPC: HTTP 429, code -32029; AG-UI runs: RUN_ERROR
+`rate_limited`; ACP: -32029 with data.retryAfter; the AG-UI socket: an error message).
+
+Only API keys (and anonymous callers) are limited: operators act through the dashboard.
+Counts live in Django's cache — Redis when REDIS_URL is set, so every process shares them;
+per process on the embedded default. Fixed one-minute windows: simple, and a burst is at
+most twice the rate across a window's edge.
+
+Settings: TASKDECK_RATE_CREATE (default 120 a minute) and TASKDECK_RATE_RESYNC (60); 0
+turns a limit off.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.core.cache import cache
+
+from a2a.errors import TaskError
+
+log = logging.getLogger(__name__)
+
+if TYPE_CHECKING:
+    from a2a.services import Actor
+
+WINDOW = 60  # seconds
+LIMITED_KINDS = ("apikey", "anonymous")
+
+
+class RateLimited(TaskError):
+    def __init__(self, what: str, limit: int, retry_after: int) -> None:
+        self.what, self.limit, self.retry_after = what, limit, retry_after
+        super().__init__(f"more than {limit} {what} a minute; retry in {retry_after} s")
+
+
+def take(what: str, actor: Actor) -> None:
+    """Count one `what` ("create" | "resync") for `actor`; RateLimited past its limit."""
+    if actor.kind not in LIMITED_KINDS:
+        return
+    limit = int(settings.TASKDECK["RATES"].get(what, 0))
+    if limit <= 0:
+        return
+    now = time.time()
+    window = int(now // WINDOW)
+    key = f"taskdeck:rate:{what}:{actor.kind}:{actor.name}:{window}"
+    try:
+        cache.add(key, 0, timeout=WINDOW * 2)
+        try:
+            count = cache.incr(key)
+        except ValueError:  # expired between add and incr
+            cache.set(key, 1, timeout=WINDOW * 2)
+            count = 1
+    except Exception:  # the cache (Redis) is away: limits lapse, requests go on
+        log.warning("rate limit %s not counted: the cache is unavailable", what)
+        return
+    if count > limit:
+        retry = max(1, math.ceil((window + 1) * WINDOW - now))
+        raise RateLimited(
+            {"create": "new tasks", "resync": "resyncs"}.get(what, what), limit, retry
+        )
