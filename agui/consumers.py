@@ -15,11 +15,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from importlib import import_module
 from typing import Any
 
 from ag_ui.core import ActivitySnapshotEvent, StateSnapshotEvent
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 
 from a2a import rate_limits
 from a2a.auth import (
@@ -51,6 +53,13 @@ def _missing(task_id: str, after: int, before: int) -> list[tuple]:
         .order_by("id")
         .values_list("id", "task_id", "task_version", "type", "event")
     )
+
+
+def _signed_in(session_key: str) -> bool:
+    """Is this session still signed in? Not after a logout (deleted) or its idle expiry
+    (the store loads nothing for an expired session)."""
+    store = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
+    return "_auth_user_id" in store.load()
 
 
 def _principal_from_headers(headers: list[tuple[bytes, bytes]]) -> Actor | None:
@@ -135,7 +144,7 @@ class ViewConsumer(AsyncWebsocketConsumer):
         while True:
             await asyncio.sleep(revalidate_seconds())  # a period, not a synchronisation
             if key is not None:
-                alive = await database_sync_to_async(session.exists)(key)
+                alive = await database_sync_to_async(_signed_in)(key)
             else:
                 alive = await database_sync_to_async(still_valid)(self.who)
             if not alive:

@@ -194,13 +194,14 @@ async def endpoint(request: HttpRequest):
     version = method.version
     if (err := _version_error(request, version)) is not None:
         return _response(rpc_id, error=err, version=version)
-    if method.scope not in principal.scopes:
+    missing = next((s for s in method.scopes if s not in principal.scopes), None)
+    if missing is not None:
         return _response(
             rpc_id,
             error=JsonRpcError(
                 INVALID_REQUEST,
-                f"{name} needs an API key with the {method.scope!r} scope",
-                {"requiredScope": method.scope},
+                f"{name} needs an API key with the {missing!r} scope",
+                {"requiredScope": missing},
                 http_status=403,
             ),
             version=version,

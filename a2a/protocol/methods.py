@@ -55,12 +55,19 @@ class Method:
     # 1.0 methods: turns the handler's 0.3-shaped result into the 1.0 wire format
     to_10: Callable[[Any], Any] | None = None
 
+    @property
+    def scopes(self) -> tuple[str, ...]:
+        """Every scope a caller needs: streams of a task's events read it as well."""
+        return (self.scope, "read") if self.streaming and self.scope != "read" else (self.scope,)
+
 
 def _task_dict(task_id: str, call: Call, history_length: int | None = None) -> dict:
     bindu = call.dialect is Dialect.BINDU
     view = selectors.get_task(
         task_id, history_length=history_length, checkpoint=bindu, visible_to=call.actor
     )
+    if "read" not in call.principal.scopes:  # a write-only key gets a receipt, not contents
+        return wire.receipt(view.task, call.dialect)
     return wire.task(view, call.dialect)
 
 

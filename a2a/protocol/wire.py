@@ -91,6 +91,20 @@ def task(view: TaskView, dialect: Dialect = Dialect.RFC, *, history: bool = True
     return out
 
 
+def receipt(t: Task, dialect: Dialect = Dialect.RFC) -> dict[str, Any]:
+    """What a write method answers a key without the `read` scope: that the task exists
+    and its state — not its history, artifacts, metadata or messages (issue 12, finding 8)."""
+    state = BINDU_SUSPENDED if dialect is Dialect.BINDU and t.state in PAUSED else t.state
+    return {
+        "kind": "task",
+        "id": t.id,
+        "contextId": t.context_id,
+        "status": {"state": state, "timestamp": ts(t.status_timestamp)},
+        "artifacts": [],
+        "history": [],
+    }
+
+
 def pause_result(task_: Task, s: Suspension, *, agent: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {
         "taskId": task_.id,

@@ -341,3 +341,32 @@ def test_a_keys_socket_carries_its_own_tenants_tasks_only(asgi_server, keys):
         assert seen["type"] == "STATE_DELTA"
         assert all(theirs.id in op["path"] for op in seen["delta"]), seen
         assert mine.id not in json.dumps(seen)
+
+
+def test_a_write_only_key_gets_receipts_not_contents(asgi_server, transactional_db):
+    """Finding 8: a key without `read` learns that its write went through and the task's
+    state, not the task's history, artifacts, metadata or messages; streams need `read`."""
+    _, writer = api_keys.create_key("alpha-writer", ["write"], owner="alpha")
+    task = alphas("working")
+    services.emit_text(task.id, "the secret plan", actor=AGENT)
+    with httpx.Client(base_url=asgi_server, timeout=30) as http:
+        for method, headers in (("tasks/cancel", {}),):
+            got = call(http, writer, method, {"id": task.id}, headers, False)["result"]
+            assert got["status"]["state"] == "canceled" and got["history"] == []
+            assert "the secret plan" not in json.dumps(got) and "alpha's work" not in json.dumps(
+                got
+            )
+        sent = call(
+            http,
+            writer,
+            "SendMessage",
+            {
+                "message": {"role": "ROLE_USER", "messageId": "w1", "parts": [{"text": "new job"}]},
+                "configuration": {"returnImmediately": True},
+            },
+            V10,
+            False,
+        )["result"]
+        assert sent["task"]["status"]["state"] and "new job" not in json.dumps(sent)
+        stream = call(http, writer, "message/stream", {"message": msg("x")}, {}, True)
+        assert stream["error"]["data"]["requiredScope"] == "read"

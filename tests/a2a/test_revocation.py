@@ -96,3 +96,22 @@ def test_signing_out_closes_the_dashboards_socket(asgi_server, operator):
         assert json.loads(ws.recv(timeout=BOUND))["type"] == "STATE_SNAPSHOT"
         browser.post("/logout/")  # the session is gone from the store
         assert closed_with(ws) == 4401
+
+
+def test_an_idle_expired_session_closes_the_dashboards_socket(asgi_server, operator):
+    from datetime import timedelta
+
+    from django.contrib.sessions.models import Session
+    from django.utils import timezone
+
+    browser = Client()
+    browser.force_login(operator)
+    key = browser.cookies["sessionid"].value
+    headers = {"Cookie": f"sessionid={key}", "Origin": "http://127.0.0.1"}
+    with connect(ws_url(asgi_server), additional_headers=headers) as ws:
+        assert json.loads(ws.recv(timeout=BOUND))["type"] == "STATE_SNAPSHOT"
+        # the idle timeout passes (TASKDECK_SESSION_IDLE_MINUTES) without a request
+        Session.objects.filter(session_key=key).update(
+            expire_date=timezone.now() - timedelta(seconds=1)
+        )
+        assert closed_with(ws) == 4401
