@@ -48,13 +48,15 @@ $(ACPX_STAMP):
 acp-peers: $(ACPX_STAMP)
 
 ## Run Taskdeck on 127.0.0.1:8000 with demo data: web server, 2 agent workers and the
-## scheduler (SQLite, in-memory channel layer).
+## scheduler (SQLite, in-memory channel layer). DEBUG is on unless TASKDECK_DEBUG=0, and
+## with it on `serve` refuses any HOST but loopback (docs/production.md, "Security").
 run: $(STAMP)
 	@mkdir -p var
 	@test -s var/dev-secret-key || $(PY) -c "import secrets; print(secrets.token_urlsafe(50))" > var/dev-secret-key
 	@export DJANGO_SECRET_KEY="$$(cat var/dev-secret-key)" TASKDECK_DEBUG=$${TASKDECK_DEBUG:-1}; \
+	  $(PY) manage.py serve --host $(HOST) --port $(PORT) --check >/dev/null && \
 	  $(PY) manage.py migrate --noinput -v0 && \
-	  $(PY) manage.py seed_demo --url http://$(HOST):$(PORT) && \
+	  $(PY) manage.py seed_demo --force --url http://$(HOST):$(PORT) && \
 	  exec $(PY) manage.py serve --host $(HOST) --port $(PORT) --workers 2
 
 ## Scale-out on one machine: PostgreSQL + Redis (DATABASE_URL / REDIS_URL below), two web
@@ -65,8 +67,9 @@ scale-out: $(STAMP)
 	@$(PY) -c "import psycopg; c=psycopg.connect('$(PG_URL)'.rsplit('/',1)[0]+'/postgres', autocommit=True); n='$(PG_URL)'.rsplit('/',1)[1]; c.execute(f'CREATE DATABASE {n}') if not c.execute('SELECT 1 FROM pg_database WHERE datname=%s', (n,)).fetchone() else None"
 	@export DJANGO_SECRET_KEY="$$(cat var/dev-secret-key)" TASKDECK_DEBUG=$${TASKDECK_DEBUG:-1} \
 	  DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS); \
+	  $(PY) manage.py serve --host $(HOST) --port 8001,8002 --check >/dev/null && \
 	  $(PY) manage.py migrate --noinput -v0 && \
-	  $(PY) manage.py seed_demo --url http://$(HOST):8001 && \
+	  $(PY) manage.py seed_demo --force --url http://$(HOST):8001 && \
 	  exec $(PY) manage.py serve --host $(HOST) --port 8001,8002 --workers 2
 
 ## Install test dependencies and run the whole suite: SQLite, then PostgreSQL + Redis

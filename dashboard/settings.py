@@ -9,6 +9,7 @@ DEBUG is off unless TASKDECK_DEBUG=1. The secret key comes from DJANGO_SECRET_KE
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -48,6 +49,8 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "axes",  # sign-in throttling (Security, below)
+    "csp",  # Content-Security-Policy (its system checks)
     "channels",
     "rest_framework",
     "django_tasks",
@@ -62,6 +65,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # before WhiteNoise, so every response carries them (static files and redirects too)
+    "csp.middleware.CSPMiddleware",
+    "django_permissions_policy.PermissionsPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -70,6 +76,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # last (django-axes): turns a locked-out sign-in into the lockout page
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "dashboard.urls"
@@ -175,6 +183,68 @@ SECURE_PROXY_SSL_HEADER = (
     ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("TASKDECK_BEHIND_TLS_PROXY") else None
 )
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("TASKDECK_SECURE_COOKIES")
+
+# --- Safe defaults (docs/production.md, "Security"): on in every mode -----------------------
+# Debug pages (and error reports) hide URL passwords, API and bearer tokens wherever they
+# appear — DATABASE_URL, REDIS_URL (also inside CHANNEL_LAYERS), request headers, locals —
+# besides what secret-sounding names hold. `manage.py serve` (make run) also refuses to
+# listen on anything but loopback while DEBUG is on.
+DEFAULT_EXCEPTION_REPORTER_FILTER = "dashboard.security.SecretsFilter"
+DEFAULT_EXCEPTION_REPORTER = "dashboard.security.SecretsReporter"
+
+# Sign-in throttling (django-axes) on /login/ and /admin/login/: after
+# TASKDECK_LOGIN_FAILURE_LIMIT failures for one account (from any address) or from one
+# address (for any account), sign-ins stop for TASKDECK_LOGIN_COOLOFF_MINUTES and get a
+# 429 page. Counts live in the database, shared by every web process. The address is
+# REMOTE_ADDR: behind a proxy run Daphne with --proxy-headers, and have the proxy replace
+# X-Forwarded-For (docs/production.md), or every client shares the proxy's address.
+AUTHENTICATION_BACKENDS = [
+    "dashboard.auth_backends.LoginThrottle",  # refuses locked-out attempts; signs no one in
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = int(os.environ.get("TASKDECK_LOGIN_FAILURE_LIMIT", 5))
+AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("TASKDECK_LOGIN_COOLOFF_MINUTES", 15)))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own
+AXES_LOCKOUT_CALLABLE = "dashboard.auth_backends.lockout_response"  # locked_out.html
+AXES_HTTP_RESPONSE_CODE = 429
+
+# Idle sessions end: a signed-in session lasts TASKDECK_SESSION_IDLE_MINUTES (default 60)
+# after its last request; every request renews it. An hour: this console pauses and
+# cancels production work, so an unattended browser should not stay signed in all day,
+# while a live page that is in use keeps itself signed in (fragment fetches are requests).
+SESSION_COOKIE_AGE = round(float(os.environ.get("TASKDECK_SESSION_IDLE_MINUTES", 60)) * 60)
+SESSION_SAVE_EVERY_REQUEST = True
+
+# Content-Security-Policy (django-csp): scripts, styles and connections from this origin
+# only. No inline <script>, style="" or on…= attributes anywhere (JavaScript lives in
+# static/js, styles in static/css; setting element.style from a script is allowed).
+# connect-src 'self' covers fetch() and, by CSP 3, ws:/wss: to the same host and port
+# (the live view's /ws/agui/).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+# Permissions-Policy (django-permissions-policy): no page may use these browser features.
+PERMISSIONS_POLICY = {
+    feature: []
+    for feature in (
+        "accelerometer", "autoplay", "camera",
+        "display-capture", "encrypted-media", "fullscreen", "geolocation", "gyroscope",
+        "hid", "idle-detection", "magnetometer", "microphone", "midi", "payment",
+        "picture-in-picture", "publickey-credentials-get", "screen-wake-lock", "serial",
+        "usb", "xr-spatial-tracking",
+    )
+}  # fmt: skip
 
 # --- Production: TASKDECK_PRODUCTION=1 (begin) ------------------------------------------------
 # One switch for running behind a TLS-terminating proxy (docs/production.md): HTTPS only

@@ -6,6 +6,7 @@ Each case runs in its own process: settings are read once, at startup."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 import subprocess
@@ -111,3 +112,61 @@ def test_production_redirects_to_https_and_sends_hsts(tmp_path):
     assert lines["plain"] == f"301 https://{HOST}/.well-known/agent-card.json"
     assert lines["tls"] == "200 max-age=31536000; includeSubDomains; preload"
     assert lines["csrf-cookie-secure"] == "True"
+
+
+# --- Debug pages never face the network (issue 12, safe defaults) --------------------------
+# DEBUG shows settings, source and request data to whoever gets an error page; `make run`
+# turns it on, so `serve` (which `make run` calls) refuses any address but loopback with it.
+
+
+def _dev_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = _env(tmp_path, **{"TASKDECK_DEBUG": "1", **extra})
+    for name in ("TASKDECK_PRODUCTION", "DATABASE_URL", "REDIS_URL"):
+        env.pop(name)
+    return env
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.20", "taskdeck.lan"])
+def test_serve_refuses_a_non_loopback_address_while_debug_is_on(tmp_path, host):
+    """The real command, not a dry run: it must stop before starting any process."""
+    done = _manage(_dev_env(tmp_path), "serve", "--host", host, "--port", "0", "--workers", "0")
+    assert done.returncode != 0, done.stdout + done.stderr
+    assert "Taskdeck on" not in done.stdout  # nothing was started
+    assert f"Refusing to serve on {host} with DEBUG on" in done.stderr, done.stderr
+    assert "TASKDECK_DEBUG=0" in done.stderr and "HOST=127.0.0.1" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("host", "debug", "allowed"),
+    [
+        ("127.0.0.1", "1", True),
+        ("127.0.0.2", "1", True),
+        ("localhost", "1", True),
+        ("::1", "1", True),
+        ("[::1]", "1", True),
+        ("0.0.0.0", "0", True),
+        ("0.0.0.0", "1", False),
+        ("10.0.0.5", "1", False),
+    ],
+)
+def test_serve_check_says_whether_it_would_start(tmp_path, host, debug, allowed):
+    done = _manage(_dev_env(tmp_path, TASKDECK_DEBUG=debug), "serve", "--host", host, "--check")
+    assert (done.returncode == 0) is allowed, done.stdout + done.stderr
+    assert ("Refusing to serve" in done.stderr) is not allowed
+
+
+def test_make_run_on_a_public_address_refuses_before_touching_anything(tmp_path):
+    """`make run HOST=0.0.0.0`: refused with how to run instead, before migrating or seeding
+    (the stamp is taken as up to date: this checks the recipe, not the install)."""
+    stamp = hashlib.sha1((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:12]
+    env = _dev_env(tmp_path)
+    env.pop("TASKDECK_DEBUG")  # make run turns it on by default
+    done = subprocess.run(
+        ["make", "--no-print-directory", "-o", f".venv/.installed-{stamp}", "run",
+         "HOST=0.0.0.0", "PORT=8791"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode != 0, done.stdout + done.stderr
+    assert "Refusing to serve on 0.0.0.0 with DEBUG on" in done.stderr, done.stderr
+    assert "TASKDECK_DEBUG=0" in done.stderr
+    assert not list(tmp_path.glob("*.sqlite3")) and "Taskdeck demo" not in done.stdout

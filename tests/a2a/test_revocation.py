@@ -33,9 +33,12 @@ def test_a_revoked_keys_stream_ends(asgi_server, key):
     task_id = mine()
     body = {"jsonrpc": "2.0", "id": 9, "method": "tasks/resubscribe", "params": {"id": task_id}}
     frames = []
-    with httpx.Client(base_url=asgi_server, timeout=BOUND) as http, http.stream(
-        "POST", "/a2a/", json=body, headers={"Authorization": f"Bearer {key}"}
-    ) as response:
+    with (
+        httpx.Client(base_url=asgi_server, timeout=BOUND) as http,
+        http.stream(
+            "POST", "/a2a/", json=body, headers={"Authorization": f"Bearer {key}"}
+        ) as response,
+    ):
         for line in response.iter_lines():
             if line.startswith("data: "):
                 frames.append(json.loads(line[6:]))
@@ -56,9 +59,12 @@ def test_a_revoked_keys_agui_run_ends_with_run_error(asgi_server, key):
         "forwardedProps": {},
         "messages": [{"id": "u1", "role": "user", "content": "Roll out"}],
     }
-    with httpx.Client(base_url=asgi_server, timeout=BOUND) as http, http.stream(
-        "POST", "/agui/run", json=run, headers={"Authorization": f"Bearer {key}"}
-    ) as response:
+    with (
+        httpx.Client(base_url=asgi_server, timeout=BOUND) as http,
+        http.stream(
+            "POST", "/agui/run", json=run, headers={"Authorization": f"Bearer {key}"}
+        ) as response,
+    ):
         for line in response.iter_lines():
             if line.startswith("data: "):
                 events.append(json.loads(line[6:]))

@@ -59,16 +59,18 @@ def seed_tasks() -> None:
     services.pause_task(held, actor=ANA, reason="release freeze until 16:00")
 
 
-def _user(username: str, password: str, group: str, *, superuser: bool = False):
+def _user(username: str, password: str, group: str):
+    """A plain user in `group`: its role comes from the group alone. Not staff, not a
+    superuser (demo operators made before were both: they are brought back to a plain
+    operator, password kept)."""
     from django.contrib.auth.models import Group
 
     User = get_user_model()
-    user, created = User.objects.get_or_create(
-        username=username, defaults={"is_staff": superuser, "is_superuser": superuser}
-    )
+    user, created = User.objects.get_or_create(username=username)
     if created:
         user.set_password(password)
-        user.save()
+    user.is_staff = user.is_superuser = False
+    user.save()
     user.groups.add(Group.objects.get(name=group))
     return user
 
@@ -89,7 +91,7 @@ class Command(BaseCommand):
         password = _secret_file("demo-operator-password", lambda: secrets.token_urlsafe(12))
         viewer_password = _secret_file("demo-viewer-password", lambda: secrets.token_urlsafe(12))
         roles.setup_groups()
-        operator = _user(OPERATOR, password, roles.OPERATORS, superuser=True)
+        operator = _user(OPERATOR, password, roles.OPERATORS)
         _user(VIEWER, viewer_password, roles.VIEWERS)
         assert operator.has_perm(roles.OPERATE)
         if not ApiKey.objects.filter(name=DEMO_KEY, revoked_at__isnull=True).exists():

@@ -3,10 +3,14 @@
 `make run` uses it so one command gives a working Taskdeck. Each part is its own process
 (as in a scale-out deployment); if one dies unexpectedly the others are stopped and the
 command exits non-zero rather than limping on without, say, a scheduler.
+
+With DEBUG on it listens on loopback only: a debug page shows settings, source and request
+data to whoever gets one, so a non-loopback --host is refused (turn DEBUG off for that).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import signal
 import subprocess
 import sys
@@ -14,9 +18,32 @@ import time
 from pathlib import Path
 
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 MANAGE = str(Path(settings.BASE_DIR) / "manage.py")
+
+
+def is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1 (bracketed or not) and localhost; any other name may resolve to
+    anything, and 0.0.0.0 / :: mean every interface."""
+    name = host.strip().strip("[]").rstrip(".").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def refuse_public_debug(host: str) -> None:
+    if settings.DEBUG and not is_loopback(host):
+        raise CommandError(
+            f"Refusing to serve on {host} with DEBUG on: Django's debug pages show settings, "
+            "source code and request data to anyone who can reach that address.\n"
+            f"  Turn DEBUG off:  TASKDECK_DEBUG=0 make run HOST={host}  (and set "
+            "TASKDECK_ALLOWED_HOSTS to the host name clients use), or\n"
+            "  stay on loopback:  make run HOST=127.0.0.1  (the default)"
+        )
 
 
 class Command(BaseCommand):
@@ -30,8 +57,17 @@ class Command(BaseCommand):
             help="port, or comma-separated ports for several web processes (scale-out)",
         )
         parser.add_argument("--workers", type=int, default=2, help="agent worker processes")
+        parser.add_argument(
+            "--check", action="store_true", help="check the options and exit, starting nothing"
+        )
 
-    def handle(self, *args, host: str, port: str, workers: int, **options):
+    def handle(self, *args, host: str, port: str, workers: int, check: bool, **options):
+        refuse_public_debug(host)
+        if check:
+            self.stdout.write(
+                f"ok: would serve on {host} (DEBUG {'on' if settings.DEBUG else 'off'})"
+            )
+            return
         ports = [int(p) for p in str(port).split(",") if p.strip()]
         commands = {}
         for p in ports:
