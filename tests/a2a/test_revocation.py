@@ -29,27 +29,33 @@ def mine() -> str:
     return services.create_task(user_message("long job"), actor=actor, skill="approval").id
 
 
+def revoked_midway(server: str, key: str, path: str, body: dict, opened) -> list[dict]:
+    """The SSE frames of a stream, revoking the key after its first frame (`opened` checks
+    it is the one that opens the stream);
+    returns when the server ends the stream (the client's timeout is the bound)."""
+    frames: list[dict] = []
+    with (
+        httpx.Client(base_url=server, timeout=BOUND) as http,
+        http.stream("POST", path, json=body, headers={"Authorization": f"Bearer {key}"}) as r,
+    ):
+        for line in r.iter_lines():
+            if line.startswith("data: "):
+                frames.append(json.loads(line[6:]))
+                if len(frames) == 1:
+                    assert opened(frames[0]), frames[0]
+                    assert api_keys.revoke("doomed")  # the stream is open: revoke now
+    return frames
+
+
 def test_a_revoked_keys_stream_ends(asgi_server, key):
     task_id = mine()
     body = {"jsonrpc": "2.0", "id": 9, "method": "tasks/resubscribe", "params": {"id": task_id}}
-    frames = []
-    with (
-        httpx.Client(base_url=asgi_server, timeout=BOUND) as http,
-        http.stream(
-            "POST", "/a2a/", json=body, headers={"Authorization": f"Bearer {key}"}
-        ) as response,
-    ):
-        for line in response.iter_lines():
-            if line.startswith("data: "):
-                frames.append(json.loads(line[6:]))
-                if len(frames) == 1:  # the stream is open: revoke the key now
-                    assert api_keys.revoke("doomed")
+    frames = revoked_midway(asgi_server, key, "/a2a/", body, lambda f: "result" in f)
     assert frames[0]["result"]["id"] == task_id
     assert frames[-1]["error"]["data"]["detail"] == "the API key was revoked; the stream ends"
 
 
 def test_a_revoked_keys_agui_run_ends_with_run_error(asgi_server, key):
-    events = []
     run = {
         "threadId": "t-doomed",
         "runId": "r-doomed",
@@ -59,17 +65,9 @@ def test_a_revoked_keys_agui_run_ends_with_run_error(asgi_server, key):
         "forwardedProps": {},
         "messages": [{"id": "u1", "role": "user", "content": "Roll out"}],
     }
-    with (
-        httpx.Client(base_url=asgi_server, timeout=BOUND) as http,
-        http.stream(
-            "POST", "/agui/run", json=run, headers={"Authorization": f"Bearer {key}"}
-        ) as response,
-    ):
-        for line in response.iter_lines():
-            if line.startswith("data: "):
-                events.append(json.loads(line[6:]))
-                if events[-1]["type"] == "RUN_STARTED":
-                    assert api_keys.revoke("doomed")
+    events = revoked_midway(
+        asgi_server, key, "/agui/run", run, lambda e: e["type"] == "RUN_STARTED"
+    )
     assert events[0]["type"] == "RUN_STARTED"
     assert events[-1] == {**events[-1], "type": "RUN_ERROR", "code": "revoked"}
 
