@@ -210,7 +210,7 @@ def test_the_board_reconnects_and_resyncs_when_it_misses_a_change(open_as, opera
     assert page.evaluate("window.taskdeck.live.stats.resyncs") == 1
     # a dropped socket: the indicator says so, it reconnects by itself and catches up
     page.evaluate("window.taskdeck.live.ws.close()")
-    page.wait_for_function("window.taskdeck.live.stats.statuses.includes('offline')")
+    page.wait_for_function("() => window.taskdeck.live.stats.statuses.includes('offline')")
     services.emit_event("ci.build.completed:80", {"status": "green"}, actor=services.SYSTEM)
     wait_state(task.id, "completed")
     live(page)
