@@ -126,7 +126,7 @@ def _dev_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.20", "taskdeck.lan"])
+@pytest.mark.parametrize("host", ["0.0.0.0", "taskdeck.lan"])
 def test_serve_refuses_a_non_loopback_address_while_debug_is_on(tmp_path, host):
     """The real command, not a dry run: it must stop before starting any process."""
     done = _manage(_dev_env(tmp_path), "serve", "--host", host, "--port", "0", "--workers", "0")
@@ -139,20 +139,39 @@ def test_serve_refuses_a_non_loopback_address_while_debug_is_on(tmp_path, host):
 @pytest.mark.parametrize(
     ("host", "debug", "allowed"),
     [
-        ("127.0.0.1", "1", True),
-        ("127.0.0.2", "1", True),
-        ("localhost", "1", True),
-        ("::1", "1", True),
-        ("[::1]", "1", True),
-        ("0.0.0.0", "0", True),
-        ("0.0.0.0", "1", False),
-        ("10.0.0.5", "1", False),
+        ("127.0.0.1", True, True),
+        ("127.0.0.2", True, True),
+        ("localhost", True, True),
+        ("::1", True, True),
+        ("[::1]", True, True),
+        ("0.0.0.0", False, True),
+        ("0.0.0.0", True, False),
+        ("::", True, False),
+        ("192.168.1.20", True, False),
+        ("10.0.0.5", True, False),
     ],
 )
-def test_serve_check_says_whether_it_would_start(tmp_path, host, debug, allowed):
-    done = _manage(_dev_env(tmp_path, TASKDECK_DEBUG=debug), "serve", "--host", host, "--check")
-    assert (done.returncode == 0) is allowed, done.stdout + done.stderr
-    assert ("Refusing to serve" in done.stderr) is not allowed
+def test_the_rule_serve_applies(settings, host, debug, allowed):
+    """The host rule itself, in this process (the command runs it before anything else)."""
+    from django.core.management.base import CommandError
+
+    from dashboard.management.commands.serve import refuse_public_debug
+
+    settings.DEBUG = debug
+    if allowed:
+        refuse_public_debug(host)
+    else:
+        with pytest.raises(CommandError, match="Refusing to serve"):
+            refuse_public_debug(host)
+
+
+def test_serve_check_starts_nothing_and_says_so(tmp_path):
+    allowed = _manage(
+        _dev_env(tmp_path, TASKDECK_DEBUG="0"), "serve", "--host", "0.0.0.0", "--check"
+    )
+    refused = _manage(_dev_env(tmp_path), "serve", "--host", "0.0.0.0", "--check")
+    assert allowed.returncode == 0 and "Refusing" not in allowed.stderr, allowed.stderr
+    assert refused.returncode != 0 and "Refusing to serve" in refused.stderr
 
 
 def test_make_run_on_a_public_address_refuses_before_touching_anything(tmp_path):
