@@ -77,12 +77,16 @@ scale-out: $(STAMP)
 test: $(STAMP)
 	@test -x /usr/bin/chromium || { apt-get update -qq && apt-get install -y -qq chromium; }
 	$(VENV)/bin/ruff check .
-	$(MAKE) --no-print-directory test-sqlite
+	@$(MAKE) --no-print-directory interop-venv acp-peers
+	@# The two databases' runs share nothing (own test databases, ports, Redis only on one)
+	@# and spend much of their time waiting on processes and sockets: run them side by side;
+	@# each one's output is printed whole when it ends (--output-sync).
 	@if $(PY) -c "import psycopg,sys; psycopg.connect('$(PG_URL)'.rsplit('/',1)[0]+'/postgres', connect_timeout=3).close()" 2>/dev/null; then \
-	  $(MAKE) --no-print-directory test-postgres; \
+	  $(MAKE) --no-print-directory -j2 --output-sync=target test-sqlite test-postgres; \
 	elif [ "$$TASKDECK_REQUIRE_POSTGRES" = "1" ]; then \
 	  echo "PostgreSQL is not reachable at $(PG_URL) and TASKDECK_REQUIRE_POSTGRES=1"; exit 1; \
-	else echo "PostgreSQL not reachable: skipping the PostgreSQL run"; fi
+	else $(MAKE) --no-print-directory test-sqlite; \
+	  echo "PostgreSQL not reachable: skipped the PostgreSQL run"; fi
 
 # Browser tests run in their own pytest process: sync Playwright keeps an event loop in
 # the main thread, which the async and ORM tests must not share (STACK-NOTES.md).
