@@ -72,8 +72,8 @@ scale-out: $(STAMP)
 	  $(PY) manage.py seed_demo --force --url http://$(HOST):8001 && \
 	  exec $(PY) manage.py serve --host $(HOST) --port 8001,8002 --workers 2
 
-## Install test dependencies and run the whole suite: SQLite, then PostgreSQL + Redis
-## when reachable (required when TASKDECK_REQUIRE_POSTGRES=1, as in CI).
+## Install test dependencies and run the whole suite: SQLite and, side by side, PostgreSQL +
+## Redis when reachable (required when TASKDECK_REQUIRE_POSTGRES=1, as in CI).
 test: $(STAMP)
 	@test -x /usr/bin/chromium || { apt-get update -qq && apt-get install -y -qq chromium; }
 	$(VENV)/bin/ruff check .
