@@ -100,6 +100,32 @@ class Message(models.Model):
         return f"{self.role} message {self.message_id}"
 
 
+class MessageReceipt(models.Model):
+    """A user message a caller delivered, kept for TASKDECK IDEMPOTENCY_HOURS so that the
+    same messageId sent again by the same tenant returns the first task instead of doing
+    the work twice (a client retrying after a lost answer). Written in the delivery's
+    transaction by `a2a.services.receive_message`; the unique constraint is what makes two
+    concurrent sends of one message end as one task. See `a2a/services/receipts.py`."""
+
+    tenant = models.CharField(max_length=160, blank=True, default="")  # the Actor's tenant
+    message_id = models.CharField(max_length=128)
+    # the task the message went to (or started); a deleted task takes its receipts along
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="+")
+    digest = models.CharField(max_length=64)  # SHA-256 of the message's parts
+    # the first delivery's outcome, handed back to a repeat (`Delivered`)
+    created = models.BooleanField(default=False)
+    answered = models.BooleanField(default=False)
+    created_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "message_id"], name="receipt_tenant_message"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tenant or '-'}/{self.message_id} -> {self.task_id}"
+
+
 class Artifact(models.Model):
     """An output of a task. Appending to an artifact with the same `artifact_id` extends it."""
 

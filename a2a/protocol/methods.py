@@ -80,11 +80,15 @@ def _skill(params_meta: dict, message_meta: dict) -> tuple[str | None, str]:
 
 
 def send_message(params: dict, call: Call) -> dict:
+    """message/send: the task the message went to, as it is now (a repeated messageId:
+    the first send's task; a blocking send then waits for it like the first did)."""
     return _task_dict(_deliver(params, call), call, _history_length(params))
 
 
 def stream_message(params: dict, call: Call) -> streaming.StreamPlan:
-    """message/stream: deliver like message/send, then stream the task from there on."""
+    """message/stream: deliver like message/send, then stream the task from there on: its
+    snapshot first, then its events. A repeated messageId streams the first send's task
+    the same way, from now."""
     task_id = _deliver(params, call)
     return streaming.plan(task_id, call.dialect, None, visible_to=call.actor)
 
@@ -131,19 +135,22 @@ def _history_length(params: dict) -> int | None:
 
 def _deliver(params: dict, call: Call) -> str:
     """Create a task from the message, or add the message to the task it names; then
-    let the send hooks act on the configuration, all in one transaction."""
+    let the send hooks act on the configuration, all in one transaction. A repeated
+    message (the caller sent this messageId already) names the first delivery's task and
+    writes nothing: the first send's configuration was acted on then."""
     configuration = params.get("configuration") or {}
     then = [after for hook in SEND_HOOKS if (after := hook(configuration, call)) is not None]
     if not then:
-        return _deliver_message(params, call)
+        return _deliver_message(params, call).task.id
     with transaction.atomic():
-        task_id = _deliver_message(params, call)
-        for after in then:
-            after(task_id)
-    return task_id
+        delivered = _deliver_message(params, call)
+        if not delivered.repeated:
+            for after in then:
+                after(delivered.task.id)
+    return delivered.task.id
 
 
-def _deliver_message(params: dict, call: Call) -> str:
+def _deliver_message(params: dict, call: Call) -> services.Delivered:
     msg = params["message"]
     incoming = services.IncomingMessage(
         message_id=msg["messageId"],
@@ -165,7 +172,7 @@ def _deliver_message(params: dict, call: Call) -> str:
         )
     except ValidationFailed as exc:
         raise exc.renamed({"skill": where}) from None
-    return delivered.task.id
+    return delivered
 
 
 def get_task(params: dict, call: Call) -> dict:
