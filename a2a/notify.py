@@ -7,16 +7,24 @@ group `a2a-task-<id>` that the task's log grew. A waiter holds a `Listener` in t
 and re-reads the database when woken, or at the latest after its own poll interval: the
 layer only ever wakes waiters early; the database holds the truth. The in-memory layer
 cannot hear other processes (workers), Redis can; while Redis is away, waiters poll.
+
+An announcement runs on the writer's path (a request thread, a worker), after its commit:
+so it may never hold the writer on a hung Redis. `send` gives up after
+TASKDECK["REDIS_SECONDS"] (0.1 s), and after a failure the layer's `Breaker` skips every
+announcement for BREAKER_SECONDS: a frozen Redis costs one write that bound, the writes of
+the next second nothing, and waiters poll meanwhile.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from django.conf import settings
 
 if TYPE_CHECKING:
     from a2a.models import TaskEvent
@@ -26,6 +34,7 @@ log = logging.getLogger(__name__)
 RETRY_SECONDS = 1.0  # how often a Listener that lost the channel layer tries to re-join
 LAYER_CALL_SECONDS = 1.0  # the most one group_add/group_discard may take (a hung Redis)
 REJOIN_SECONDS = 60.0  # a joined Listener renews its membership this often
+BREAKER_SECONDS = 1.0  # after a failed announcement, the next ones are skipped this long
 
 
 def group_name(task_id: str) -> str:
@@ -33,17 +42,76 @@ def group_name(task_id: str) -> str:
     return f"a2a-task-{task_id}"[:99]
 
 
-def announce(event: TaskEvent) -> None:
-    """On-commit subscriber: tell waiters on this task that its log grew."""
+def call_seconds() -> float:
+    """The most one Redis call on a writer's path may take (TASKDECK["REDIS_SECONDS"])."""
+    return float(settings.TASKDECK.get("REDIS_SECONDS", 0.1))
+
+
+class Breaker:
+    """Keeps a writer's path from asking a Redis that has just failed.
+
+    A frozen Redis costs every call its whole timeout; at a few hundred writes a second that
+    is every request slowed. So after one failure the breaker opens: callers skip Redis for
+    `seconds` (announcements are dropped — waiters poll the database; rate limits lapse),
+    then the next call tries it again. One per process and use, shared by its threads: a
+    float read and written whole, no lock (two threads may both try a probe; each is
+    bounded anyway)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.open_until = 0.0
+
+    def is_open(self) -> bool:
+        return time.monotonic() < self.open_until
+
+    def trip(self) -> None:
+        self.open_until = time.monotonic() + self.seconds
+
+    def reset(self) -> None:
+        self.open_until = 0.0
+
+
+layer_breaker = Breaker(BREAKER_SECONDS)  # the channel layer's, for `send`
+
+
+def send(group: str, message: dict[str, Any]) -> bool:
+    """Send `message` to `group` from synchronous code (on-commit subscribers: `announce`,
+    the AG-UI poke) within call_seconds(); False when not sent (no layer, a failure, or the
+    breaker open after one). Never raises: a lost wake-up only makes waiters poll.
+
+    async_to_sync runs the send on the caller's loop when it has one (a request thread:
+    Daphne's; a worker's sync_to_async thread: the executor's), else on a loop made for
+    this call (channels_redis then opens a pool for that loop and closes it with the loop).
+    Either way an abandoned send is cancelled and its outcome consumed by `_bounded`, and
+    redis-py drops the connection a cancelled read was on, so none is left half-read."""
     layer = get_channel_layer()
-    if layer is None:
-        return
+    if layer is None or layer_breaker.is_open():
+        return False
+    seconds = call_seconds()
     try:
-        async_to_sync(layer.group_send)(
-            group_name(event.task_id), {"type": "task.event", "id": event.pk}
+        async_to_sync(_send_bounded)(layer, group, message, seconds)
+    except Exception as exc:  # a waiter falls back to polling; the change is committed anyway
+        layer_breaker.trip()
+        why = f"no answer within {seconds} s" if isinstance(exc, _LayerTimeout) else repr(exc)
+        log.warning(
+            "channel layer send to %s failed (%s); announcements skipped for %s s, waiters poll",
+            group,
+            why,
+            layer_breaker.seconds,
         )
-    except Exception:  # a waiter falls back to polling; the change is committed anyway
-        log.warning("could not announce event %s on the channel layer", event.pk)
+        return False
+    return True
+
+
+async def _send_bounded(layer: Any, group: str, message: dict[str, Any], seconds: float) -> None:
+    # The coroutine is made here, on the loop that runs it: made by the caller and never
+    # run (async_to_sync refusing), it would warn "never awaited".
+    await _bounded(layer.group_send(group, message), seconds)
+
+
+def announce(event: TaskEvent) -> None:
+    """On-commit subscriber: tell waiters on this task that its log grew (bounded, `send`)."""
+    send(group_name(event.task_id), {"type": "task.event", "id": event.pk})
 
 
 class _LayerTimeout(Exception):

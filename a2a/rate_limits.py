@@ -9,6 +9,12 @@ Counts live in Django's cache — Redis when REDIS_URL is set, so every process 
 per process on the embedded default. Fixed one-minute windows: simple, and a burst is at
 most twice the rate across a window's edge.
 
+Counting runs on the request path, so a Redis that hangs must not hold it: the cache's
+connects and reads give up after TASKDECK_REDIS_SECONDS (dashboard/settings.py,
+`redis_caches`), a failure lets the request through uncounted (the limits fail open), and
+then the breaker skips counting for a second (a2a.notify.Breaker), so a frozen Redis costs
+one request that bound and the next second's requests nothing.
+
 Settings: TASKDECK_RATE_CREATE (default 120 a minute) and TASKDECK_RATE_RESYNC (60); 0
 turns a limit off.
 """
@@ -24,6 +30,7 @@ from django.conf import settings
 from django.core.cache import cache
 
 from a2a.errors import TaskError
+from a2a.notify import BREAKER_SECONDS, Breaker
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +39,7 @@ if TYPE_CHECKING:
 
 WINDOW = 60  # seconds
 LIMITED_KINDS = ("apikey", "anonymous")
+cache_breaker = Breaker(BREAKER_SECONDS)  # open: the cache just failed, do not count
 
 
 class RateLimited(TaskError):
@@ -47,6 +55,8 @@ def take(what: str, actor: Actor) -> None:
     limit = int(settings.TASKDECK["RATES"].get(what, 0))
     if limit <= 0:
         return
+    if cache_breaker.is_open():
+        return
     now = time.time()
     window = int(now // WINDOW)
     key = f"taskdeck:rate:{what}:{actor.kind}:{actor.name}:{window}"
@@ -57,8 +67,11 @@ def take(what: str, actor: Actor) -> None:
         except ValueError:  # expired between add and incr
             cache.set(key, 1, timeout=WINDOW * 2)
             count = 1
-    except Exception:  # the cache (Redis) is away: limits lapse, requests go on
-        log.warning("rate limit %s not counted: the cache is unavailable", what)
+    except Exception as exc:  # the cache (Redis) is away or hung: limits lapse, requests go on
+        cache_breaker.trip()
+        log.warning(
+            "rate limits not counted for %s s: the cache failed (%r)", cache_breaker.seconds, exc
+        )
         return
     if count > limit:
         retry = max(1, math.ceil((window + 1) * WINDOW - now))

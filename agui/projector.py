@@ -19,10 +19,9 @@ from typing import Any
 
 import jsonpatch
 from ag_ui.core import ActivityDeltaEvent, ActivitySnapshotEvent, StateDeltaEvent
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 from django.db import transaction
 
+from a2a import notify
 from a2a.event_kinds import EventKind, is_agent_text
 from a2a.formats import pause_facts, text_of, ts
 from a2a.models import Message, Task, TaskEvent
@@ -274,10 +273,7 @@ def _close(interrupt: Interrupt, batch: _Batch, ops: list | None, at) -> None:
 
 
 def _poke() -> None:
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    try:
-        async_to_sync(layer.group_send)(VIEW_GROUP, {"type": "agui.poke"})
-    except Exception:
-        log.warning("could not poke AG-UI sockets; they will poll")
+    """After commit: wake every process's Tailer. Bounded like an announcement (a frozen
+    Redis must not hold the writer; a2a.notify.send): a lost poke only means the Tailers
+    find the rows on their next poll."""
+    notify.send(VIEW_GROUP, {"type": "agui.poke"})

@@ -120,34 +120,55 @@ else:
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# --- Channel layer ----------------------------------------------------------------------
+# --- Channel layer and cache: Redis when REDIS_URL is set ---------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "")
-if REDIS_URL:
-    CHANNEL_LAYERS = {
+# The most one Redis call may hold a request or a worker (TASKDECK["REDIS_SECONDS"]): an
+# after-commit announcement or AG-UI poke (a2a/notify.py) and a rate-limit count
+# (a2a/rate_limits.py) each give up after this. A frozen Redis thus adds at most twice it
+# to a request (one count, one announcement), and then next to nothing for a second: both
+# stop asking after a failure (a2a.notify.Breaker). The database is the truth; Redis only
+# wakes waiters early (they poll meanwhile) and shares rate-limit counts (they lapse).
+REDIS_SECONDS = float(os.environ.get("TASKDECK_REDIS_SECONDS", 0.1))
+
+
+def redis_channel_layers(url: str) -> dict:
+    """CHANNEL_LAYERS on the Redis at `url` (tests that own a Redis use it too).
+
+    No socket_timeout: a Listener's receive blocks in Redis (BZPOPMIN) for seconds by
+    design; a2a.notify bounds every call instead (REDIS_SECONDS on the write path). The
+    connect timeout bounds a Listener's re-join when packets are dropped, not refused."""
+    return {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            # A connect timeout, so an unreachable Redis (dropped packets, not a refusal)
-            # delays an after-commit announcement by seconds, never hangs the request.
             "CONFIG": {
-                "hosts": [{"address": REDIS_URL, "socket_connect_timeout": 2}],
+                "hosts": [{"address": url, "socket_connect_timeout": 2}],
                 "capacity": 1000,
                 "expiry": 30,
             },
         }
     }
-else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
-# --- Cache: rate-limit counts (a2a/rate_limits.py); shared through Redis when there is one
-if REDIS_URL:
-    CACHES = {
+
+def redis_caches(url: str, seconds: float = REDIS_SECONDS) -> dict:
+    """CACHES on the Redis at `url`: every connect and read gives up after `seconds`.
+
+    Django hands redis-py a pool of its own, so redis-py retries nothing: one timeout per
+    command, and a2a.rate_limits fails open on the first."""
+    return {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": REDIS_URL,
-            # a Redis that hangs costs a request a second at most (limits then lapse)
-            "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 1},
+            "LOCATION": url,
+            "OPTIONS": {"socket_connect_timeout": seconds, "socket_timeout": seconds},
         }
     }
+
+
+if REDIS_URL:
+    CHANNEL_LAYERS = redis_channel_layers(REDIS_URL)
+    # rate-limit counts (a2a/rate_limits.py), shared by every process; per process without
+    CACHES = redis_caches(REDIS_URL)
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
 # --- Auth, i18n, static -------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
@@ -306,6 +327,12 @@ TASKDECK = {
         "create": int(os.environ.get("TASKDECK_RATE_CREATE", 120)),
         "resync": int(os.environ.get("TASKDECK_RATE_RESYNC", 60)),
     },
+    # A messageId its caller (tenant) already sent within this many hours returns the
+    # first task instead of new work (a2a/services/receipts.py; 0: off).
+    "IDEMPOTENCY_HOURS": float(os.environ.get("TASKDECK_IDEMPOTENCY_HOURS", 24)),
+    # The most one Redis call on a request's or a worker's path may take (see REDIS_SECONDS
+    # above; TASKDECK_REDIS_SECONDS).
+    "REDIS_SECONDS": REDIS_SECONDS,
     # Agents (modules with SKILL and `async def run(ctx)`); each is a skill on the card.
     "AGENTS": [
         "a2a.runtime.agents.approval",
@@ -340,6 +367,16 @@ TASKDECK = {
         "REQUEUE_SECONDS": float(os.environ.get("TASKDECK_REQUEUE_SECONDS", 60)),
         # Multiplies demo agents' delays (1 = watchable by a person; tests use less).
         "DELAY_SCALE": float(os.environ.get("TASKDECK_AGENT_DELAY_SCALE", 1.0)),
+        # Workers write a beat this often; one silent for DEAD_SECONDS is dead: its task is
+        # taken over and its job row marked, without waiting for the lease.
+        "BEAT_SECONDS": float(os.environ.get("TASKDECK_BEAT_SECONDS", 1.0)),
+        "DEAD_SECONDS": float(os.environ.get("TASKDECK_DEAD_SECONDS", 4.0)),
+        # A run hit by an infrastructure fault (database, channel layer) is retried after
+        # RETRY_SECONDS, doubled per fault in a row, at most RETRY_MAX_SECONDS.
+        "RETRY_SECONDS": float(os.environ.get("TASKDECK_RETRY_SECONDS", 0.5)),
+        "RETRY_MAX_SECONDS": float(os.environ.get("TASKDECK_RETRY_MAX_SECONDS", 30)),
+        # Finished job rows (and beats of workers gone) are deleted after this long.
+        "JOB_RETENTION_HOURS": float(os.environ.get("TASKDECK_JOB_RETENTION_HOURS", 24)),
     },
     "PUSH": {
         # Webhooks may point at loopback, private and link-local addresses (tests, local

@@ -6,25 +6,18 @@ answer, sockets and streams must fall back to polling the database, and when Red
 back they must re-join their groups (a restarted Redis without persistence has forgotten
 them) and be woken by it again, by themselves.
 
-The test owns its Redis: a `redis-server` on a free port (never the machine's 6379, which
-other test runs use), killed with SIGKILL and started again on the same port. Around the
-outage it checks a socket and a tasks/resubscribe stream that span it, a socket (and so a
-Tailer) and a stream that start during it, a blocking message/send made during it, the
-re-joining of every group afterwards, the log in the database, and both servers' health.
+The test owns its Redis (tests/redis_server.py): a `redis-server` on a free port (never the
+machine's 6379, which other test runs use), killed with SIGKILL and started again on the
+same port. Around the outage it checks a socket and a tasks/resubscribe stream that span
+it, a socket (and so a Tailer) and a stream that start during it, a blocking message/send
+made during it, the re-joining of every group afterwards, the log in the database, and
+both servers' health.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import logging
-import os
 import queue
-import shutil
-import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -36,7 +29,6 @@ from typing import TYPE_CHECKING
 
 import httpx
 import pytest
-import redis
 
 from a2a.models import TaskEvent
 from a2a.notify import group_name
@@ -44,83 +36,13 @@ from a2a.protocol.stream import STATUS_KINDS
 from agui.projector import VIEW_GROUP
 from tests.agui.test_websocket import Client, version_of
 from tests.conftest import Rpc, start_daphne, stop_daphne
+from tests.redis_server import WAIT, log_to
 from tests.runtime.test_streaming import sse
 
 if TYPE_CHECKING:
     from daphne.testing import DaphneProcess
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(60)]
-
-WAIT = 15.0  # seconds: the most any single expected event may take
-
-
-class RedisServer:
-    """A `redis-server` subprocess this test owns, on a port of its own.
-
-    Keyspace notifications for sorted sets (`Kz`) let the test wait, without polling,
-    for a server to re-join a group (channels-redis keeps a group as a sorted set)."""
-
-    def __init__(self, binary: str) -> None:
-        self.binary = binary
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.proc: subprocess.Popen[str] | None = None
-
-    def start(self) -> None:
-        args = ["--save", "", "--appendonly", "no", "--port", str(self.port)]
-        args += ["--bind", "127.0.0.1", "--notify-keyspace-events", "Kz"]
-        self.proc = subprocess.Popen(
-            [self.binary, *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        ready = threading.Event()
-        threading.Thread(target=self._drain, args=(self.proc, ready), daemon=True).start()
-        if not ready.wait(WAIT):
-            self.kill()
-            raise RuntimeError(f"redis-server did not start on port {self.port}")
-
-    @staticmethod
-    def _drain(proc: subprocess.Popen[str], ready: threading.Event) -> None:
-        """Read its log (a full pipe would block it); set `ready` when it accepts."""
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if "Ready to accept connections" in line:
-                ready.set()
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(timeout=WAIT)
-
-    def client(self) -> redis.Redis:
-        return redis.Redis.from_url(self.url, socket_timeout=WAIT)
-
-    def wait_for_members(self, group: str, count: int) -> float:
-        """Block until `group` has `count` channels again; returns the seconds waited."""
-        key = f"asgi:group:{group}"
-        started = time.monotonic()
-        with contextlib.closing(self.client()) as r, r.pubsub() as notes:
-            notes.subscribe(f"__keyspace@0__:{key}")  # subscribed before looking: no race
-            while (members := r.zcard(key)) < count:
-                left = started + WAIT - time.monotonic()
-                assert left > 0, f"{group}: {members} of {count} channels re-joined"
-                notes.get_message(timeout=left)
-        return time.monotonic() - started
-
-
-@pytest.fixture
-def our_redis() -> Iterator[RedisServer]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("redis-server is not installed")
-    server = RedisServer(binary)
-    server.start()
-    yield server
-    server.kill()
 
 
 def _application(redis_url: str, log_path: str):
@@ -145,12 +67,7 @@ def _application(redis_url: str, log_path: str):
         },
         TASKDECK={**settings.TASKDECK, "BLOCKING_SEND_SECONDS": 0.5},
     ).enable()
-    log = open(log_path, "a", buffering=1)  # noqa: SIM115 - lives as long as the process
-    os.dup2(log.fileno(), 2)
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setLevel(logging.WARNING)
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-    logging.getLogger().addHandler(handler)
+    log_to(log_path)
     return get_default_application()
 
 
