@@ -24,6 +24,7 @@ class EventKind(StrEnum):
     PARKED = "parked"  # SuspensionData (initiator agent) + summary
     RESUMED = "resumed"  # ResumedData
     TIMED_OUT = "timed_out"  # TimedOutData; a suspension's deadline with onTimeout fail
+    RETRYING = "retrying"  # RetryingData; the run met an infrastructure fault (state unchanged)
     COMPLETED = "completed"  # StateData (+ replyOnly)
     FAILED = "failed"  # StateData; the reason is TaskEvent.reason
     REJECTED = "rejected"  # StateData
@@ -42,6 +43,12 @@ class StateData(TypedDict, total=False):
 class MessageData(TypedDict):
     messageSeq: int
     role: str  # "user" | "agent"
+
+
+class RetryingData(TypedDict):
+    attempt: int  # infrastructure faults in a row, this one included
+    retryAt: str  # ISO 8601: when the run is tried again
+    error: str  # the fault, e.g. "OperationalError: terminating connection ..."
 
 
 class ProgressData(TypedDict):

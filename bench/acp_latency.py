@@ -173,7 +173,7 @@ def start_backend(backend: Backend) -> str:
     token = manage(backend, "create_api_key", "bench-acp", "--scopes", "read,write,agent")
     token = token.strip().splitlines()[-1].strip()
     for i in range(2):
-        start(backend, f"worker-{i}", "db_worker", "--interval", "0.05", "--no-startup-delay",
+        start(backend, f"worker-{i}", "run_worker", "--interval", "0.05", "--no-startup-delay",
               "--no-reload")  # fmt: skip
     start(backend, "scheduler", "run_scheduler", "--interval", "0.1")
     return token

@@ -115,7 +115,7 @@ def main() -> None:
     env = dict(os.environ)
     manage = str(ROOT / "manage.py")
     procs = [
-        subprocess.Popen([sys.executable, manage, "db_worker", "--interval", "0.05",
+        subprocess.Popen([sys.executable, manage, "run_worker", "--interval", "0.05",
                           "--no-startup-delay", "--no-reload", "-v0"], env=env),
         subprocess.Popen([sys.executable, manage, "run_scheduler"], env=env,
                          stdout=subprocess.DEVNULL),

@@ -34,7 +34,8 @@ STATE_EVENTS = {
 @dataclass
 class Entry:
     at: datetime
-    kind: str  # css hook: message, state, pause, resume, request, decision, artifact, progress
+    kind: str  # css hook: message, state, pause, resume, request, decision, artifact,
+    # progress, retry
     title: str
     actor: str = ""
     text: str = ""  # agent/user text, shown escaped and pre-wrapped
@@ -256,4 +257,16 @@ def _entry(ev: TaskEvent, by_seq, by_handle, by_artifact, requests) -> Entry | N
         title = f"Artifact {name}" + (" extended" if data.get("append") else "")
         parts = len(a.parts) if a else 0
         return Entry(kind="artifact", title=title, details=[("parts", str(parts))], **base)
+    if kind == EventKind.RETRYING:
+        # the infrastructure failed, not the agent: the run goes on after a backoff
+        return Entry(
+            kind="retry",
+            title="Retrying after an infrastructure fault",
+            details=[
+                ("fault", ev.reason),
+                ("attempt", str(data.get("attempt", ""))),
+                ("next try", str(data.get("retryAt", ""))),
+            ],
+            **base,
+        )
     return Entry(kind="state", title=kind.replace("_", " ").capitalize(), text=ev.reason, **base)

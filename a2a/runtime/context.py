@@ -27,6 +27,8 @@ from a2a.conditions import parse_conditions
 from a2a.event_kinds import EventKind
 from a2a.lifecycle import TERMINAL, State
 from a2a.models import Suspension, Task, TaskEvent
+from a2a.runtime import faults
+from a2a.runtime.faults import InfrastructureFault
 from a2a.runtime.leases import WORKER_ID
 from a2a.runtime.models import RunLease, StepRecord
 
@@ -77,10 +79,6 @@ class ResumeInfo:
         )
 
 
-def _db(fn: Callable) -> Callable:
-    return sync_to_async(fn, thread_sensitive=True)
-
-
 def _state_allows(task: Task, *, interaction: bool) -> bool:
     """May the run go on? Interactions (input requests, parking, completion) need a working
     task; plain steps also run while a wait_for_completion pause lets the turn finish."""
@@ -110,6 +108,42 @@ class AgentContext:
         self._seq = 0
         self.actor = services.Actor("agent", task.skill or "agent")
         self.replayed = 0  # steps answered from the record in this slice (for tests, stats)
+        # The first infrastructure fault a runtime call met in this slice: the executor
+        # retries the run then, even if the agent caught the exception and went on.
+        self.fault: InfrastructureFault | None = None
+
+    def _db(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """A runtime database call from the agent's coroutine, in the thread that holds the
+        run's connection; a lost connection raises InfrastructureFault (see faults.py)."""
+        call = faults.in_db_thread(fn)
+
+        async def guarded(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await call(*args, **kwargs)
+            except InfrastructureFault as fault:
+                self.fault = self.fault or fault
+                raise
+
+        return guarded
+
+    async def _record(self, seq: int, name: str, result: Any, effect: Callable | None) -> Any:
+        """Commit a step, riding out a short database outage: the step's work is done (or,
+        with `effect`, undone by the rollback), so the commit is retried — after checking
+        whether the lost commit landed after all — instead of running the step again.
+        Only a longer outage ends the slice (the run is retried, the step reruns)."""
+        commit, recorded = faults.in_db_thread(self._commit), faults.in_db_thread(_recorded)
+        fault: InfrastructureFault | None = None
+        for delay in COMMIT_RETRY_DELAYS:
+            await asyncio.sleep(delay)
+            try:
+                if fault is not None and (record := await recorded(self.task_id, seq)):
+                    self._steps[seq] = record
+                    return record.result
+                return await commit(seq, name, result, effect)
+            except InfrastructureFault as exc:
+                fault = exc
+        self.fault = self.fault or fault
+        raise fault  # type: ignore[misc] - COMMIT_RETRY_DELAYS is not empty
 
     # --- what the agent reads --------------------------------------------------------------
 
@@ -163,7 +197,7 @@ class AgentContext:
         return self._seq, record
 
     async def _boundary(self, *, interaction: bool = False) -> Task:
-        task = await _db(_load_task)(self.task_id)
+        task = await self._db(_load_task)(self.task_id)
         if not _state_allows(task, interaction=interaction):
             raise Stop(f"task is {task.state}")
         return task
@@ -180,7 +214,7 @@ class AgentContext:
             result = await fn(*args, **kwargs)
         else:
             result = await sync_to_async(fn, thread_sensitive=False)(*args, **kwargs)
-        await _db(self._commit)(seq, name, result, None)
+        await self._record(seq, name, result, None)
         return result
 
     def _commit(self, seq: int, name: str, result: Any, effect: Callable | None) -> Any:
@@ -215,7 +249,7 @@ class AgentContext:
         seq, record = self._next(name)
         if record is not None:
             return record.result
-        return await _db(self._commit)(seq, name, None, effect)
+        return await self._record(seq, name, None, effect)
 
     # --- output -----------------------------------------------------------------------------------
 
@@ -277,9 +311,9 @@ class AgentContext:
         if record is not None:
             return record.result
         request_id = f"step-{seq}"
-        values = await _db(_answer_to)(self.task_id, request_id)
+        values = await self._db(_answer_to)(self.task_id, request_id)
         if values is not None:
-            return await _db(self._commit)(seq, f"input:{title}", values, None)
+            return await self._record(seq, f"input:{title}", values, None)
         task = await self._boundary(interaction=True)
         if (task.input_request or {}).get("requestId") == request_id:
             raise Stop("waiting for input")
@@ -288,7 +322,7 @@ class AgentContext:
             request["fields"] = fields
         if description:
             request["description"] = description
-        await _db(services.request_input)(
+        await self._db(services.request_input)(
             self.task_id, actor=self.actor, explanation=explanation or title, request=request
         )
         raise Stop("waiting for input")
@@ -326,16 +360,25 @@ class AgentContext:
         if record is not None:
             self.resume = ResumeInfo(**record.result)
             return self.resume
-        status, info = await _db(_suspension_outcome)(self.task_id, seq)
+        status, info = await self._db(_suspension_outcome)(self.task_id, seq)
         if status == "resumed":
-            await _db(self._commit)(seq, name, asdict(info), None)
+            await self._record(seq, name, asdict(info), None)
             self.resume = info  # what `transcript` shows from here on follows this resume
             return info
         if status == "waiting":
             raise Stop("parked")
         await self._boundary(interaction=True)
-        await _db(open_suspension)(seq)
+        await self._db(open_suspension)(seq)
         raise Stop("parked")
+
+
+# Waits before each attempt to commit a step (seconds): rides out a reconnect or a
+# failover of a few seconds without giving the run up.
+COMMIT_RETRY_DELAYS = (0.0, 0.2, 0.5, 1.0, 2.0)
+
+
+def _recorded(task_id: str, seq: int) -> StepRecord | None:
+    return StepRecord.objects.filter(task_id=task_id, seq=seq).first()
 
 
 def _now():

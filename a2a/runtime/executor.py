@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from datetime import timedelta
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, transaction
+from django.utils import timezone
 
 from a2a import services
 from a2a.errors import TaskError, TransitionRefused
 from a2a.formats import text_of
 from a2a.lifecycle import TERMINAL, State
 from a2a.models import Suspension, Task
-from a2a.runtime import leases, registry
+from a2a.runtime import faults, leases, registry, wakeups
 from a2a.runtime.context import (
     IDLE,
     AgentContext,
@@ -29,27 +31,76 @@ from a2a.runtime.context import (
     ResumeInfo,
     Stop,
 )
-from a2a.runtime.models import StepRecord
+from a2a.runtime.models import RunLease, StepRecord
 
 log = logging.getLogger(__name__)
 
 
 def run(task_id: str) -> str:
-    """Run slices until the task stops or belongs to someone else. Returns what happened."""
+    """Run slices until the task stops or belongs to someone else. Returns what happened.
+
+    An infrastructure fault (faults.py) anywhere in a slice gives the run back for a retry
+    with backoff; the job itself ends normally — the work is not lost, only postponed."""
     outcome = "not runnable or held by another worker"
     while True:
         close_old_connections()
-        served = leases.claim(task_id)
-        if served is None:
-            return outcome
         try:
+            served = leases.claim(task_id)
+            if served is None:
+                return outcome
             outcome = asyncio.run(_slice(task_id))
-        except Exception:
+            if not leases.release(task_id, served):
+                return outcome
+        except Exception as exc:
+            if faults.is_infrastructure(exc):
+                return retry_later(task_id, exc)
             log.exception("slice of task %s failed", task_id)
             leases.release(task_id, None)  # the scheduler will try again
             raise
-        if not leases.release(task_id, served):
-            return outcome
+
+
+# Waits (seconds) before each attempt to hand a faulted run back: the database that just
+# failed may need a moment. If it stays away, the lease expires and the scheduler retries.
+HANDBACK_DELAYS = (0.0, 0.25, 0.5, 1.0, 2.0)
+
+
+def retry_later(task_id: str, exc: BaseException) -> str:
+    """Give a run that met an infrastructure fault back, to be retried after a backoff:
+    the lease is freed, the fault counted and put on the task's timeline, and one
+    deferred job queued (in one transaction, so a retry is never lost or doubled)."""
+    cause = exc.cause if isinstance(exc, faults.InfrastructureFault) else exc
+    error = faults.describe(cause)
+    log.warning("task %s: infrastructure fault, will retry: %s", task_id, error)
+    for delay in HANDBACK_DELAYS:
+        time.sleep(delay)
+        faults.discard_connections()
+        try:
+            return _hand_back(task_id, error)
+        except Exception as again:
+            if not faults.is_infrastructure(again):
+                raise
+    faults.discard_connections()
+    log.error("task %s: database still away; the scheduler retries when the lease expires", task_id)
+    return f"fault, not handed back (database away): {error}"
+
+
+def _hand_back(task_id: str, error: str) -> str:
+    cfg = settings.TASKDECK["RUNTIME"]
+    with transaction.atomic():
+        lease = RunLease.objects.select_for_update().filter(task_id=task_id).first()
+        if lease is None or lease.owner not in ("", leases.WORKER_ID):
+            return f"fault ({error}); the run is another worker's now"
+        lease.faults += 1
+        delay = min(float(cfg["RETRY_SECONDS"]) * 2 ** (lease.faults - 1), cfg["RETRY_MAX_SECONDS"])
+        retry_at = timezone.now() + timedelta(seconds=delay)
+        lease.owner, lease.expires_at = "", None
+        lease.save(update_fields=["owner", "expires_at", "faults"])
+        services.note_retry(
+            task_id, actor=services.Actor("agent", "runtime"), attempt=lease.faults,
+            retry_at=retry_at, error=error,
+        )  # fmt: skip
+        wakeups.enqueue(task_id, run_after=retry_at)
+    return f"fault {lease.faults} in a row ({error}); retrying in {delay:.1f} s"
 
 
 def _snapshot(task_id: str) -> tuple[Task, dict[int, StepRecord], list[dict], ResumeInfo | None]:
@@ -84,22 +135,36 @@ def _watch_state(task_id: str) -> tuple[str, str]:
     return (row[0], row[1] or "") if row else (State.CANCELED, "")
 
 
-async def _watch(task_id: str, runner: asyncio.Task, why: list[str]) -> None:
+async def _watch(
+    task_id: str, runner: asyncio.Task, why: list[str], fault: list[BaseException]
+) -> None:
     """Cancel the run when the task is canceled or failed, paused with
-    interrupt_immediate, or the lease was lost; keep the lease alive meanwhile."""
+    interrupt_immediate, or the lease was lost; keep the lease alive meanwhile. A database
+    that stops answering is ridden out for up to a third of the lease (the run then gives
+    up and is retried: it could not prove it still owns the task)."""
     cfg = settings.TASKDECK["RUNTIME"]
     poll, beat_every = float(cfg["POLL_SECONDS"]), leases.lease_seconds() / 3
-    since_beat = 0.0
+    heartbeat = faults.in_db_thread(leases.heartbeat)
+    watch_state = faults.in_db_thread(_watch_state)
+    loop = asyncio.get_running_loop()
+    last_beat = loop.time()
     while not runner.done():
         await asyncio.sleep(poll)
-        since_beat += poll
-        if since_beat >= beat_every:
-            since_beat = 0.0
-            if not await sync_to_async(leases.heartbeat, thread_sensitive=True)(task_id):
-                why.append("lease lost")
-                runner.cancel()
-                return
-        state, mode = await sync_to_async(_watch_state, thread_sensitive=True)(task_id)
+        try:
+            if loop.time() - last_beat >= beat_every:
+                if not await heartbeat(task_id):
+                    why.append("lease lost")
+                    runner.cancel()
+                    return
+                last_beat = loop.time()
+            state, mode = await watch_state(task_id)
+        except faults.InfrastructureFault as exc:
+            if loop.time() - last_beat < beat_every * 2:
+                continue  # try again at the next poll; the connection was reset
+            why.append("database unreachable")
+            fault.append(exc)
+            runner.cancel()
+            return
         if state in TERMINAL:
             why.append(f"task {state}")
             runner.cancel()
@@ -132,36 +197,48 @@ def _fail(task_id: str, actor: services.Actor, exc: BaseException) -> str:
 
 async def _slice(task_id: str) -> str:
     try:
-        task, steps, transcript, resume = await sync_to_async(_snapshot, thread_sensitive=True)(
-            task_id
-        )
+        task, steps, transcript, resume = await faults.in_db_thread(_snapshot)(task_id)
     except Task.DoesNotExist:
         return "task no longer exists"
     actor = services.Actor("agent", task.skill or "agent")
     agent = registry.get(task.skill)
     if agent is None:
-        await sync_to_async(services.fail_task, thread_sensitive=True)(
+        await faults.in_db_thread(services.fail_task)(
             task_id, actor=actor, reason=f"no agent is registered for skill {task.skill!r}"
         )
         return "failed: unknown skill"
     ctx = AgentContext(task, steps=steps, transcript=transcript, resume=resume)
     runner = asyncio.ensure_future(agent.run(ctx))
     why: list[str] = []
-    watcher = asyncio.ensure_future(_watch(task_id, runner, why))
+    fault: list[BaseException] = []
+    watcher = asyncio.ensure_future(_watch(task_id, runner, why, fault))
     try:
         value = await runner
     except Stop as stop:
+        _raise_fault(ctx, fault)
         return f"stopped: {stop.why}"
     except asyncio.CancelledError:
         if runner.cancelled():
+            _raise_fault(ctx, fault)
             return f"interrupted: {', '.join(why) or 'canceled'}"
         raise
     except NonDeterministicReplay as exc:
-        return await sync_to_async(_fail, thread_sensitive=True)(task_id, actor, exc)
+        return await faults.in_db_thread(_fail)(task_id, actor, exc)
     except Exception as exc:
+        _raise_fault(ctx, fault)
         log.exception("agent %s failed on task %s", task.skill, task_id)
-        return await sync_to_async(_fail, thread_sensitive=True)(task_id, actor, exc)
+        return await faults.in_db_thread(_fail)(task_id, actor, exc)
     else:
-        return await sync_to_async(_finish, thread_sensitive=True)(task_id, actor, value)
+        _raise_fault(ctx, fault)
+        return await faults.in_db_thread(_finish)(task_id, actor, value)
     finally:
         watcher.cancel()
+
+
+def _raise_fault(ctx: AgentContext, fault: list[BaseException]) -> None:
+    """The slice met an infrastructure fault (a runtime call of the agent's, or the
+    watcher): whatever the agent did with it, the run is retried, never failed."""
+    if ctx.fault is not None:
+        raise ctx.fault
+    if fault:
+        raise fault[0]

@@ -68,9 +68,9 @@ def release(task_id: str, served: int | None, worker: str = WORKER_ID) -> bool:
             return False
         lease.owner, lease.expires_at = "", None
         fields = ["owner", "expires_at"]
-        if served is not None:
-            lease.served = served
-            fields.append("served")
+        if served is not None:  # the slice reached a stop: its faults are behind it
+            lease.served, lease.faults = served, 0
+            fields += ["served", "faults"]
         lease.save(update_fields=fields)
         state = Task.objects.filter(pk=task_id).values_list("state", flat=True).first()
         return served is not None and lease.wakeups != served and state in RUNNABLE

@@ -44,6 +44,30 @@ class RunLease(models.Model):
     served = models.PositiveIntegerField(default=0)  # the wakeups value last run to a stop
     enqueued_at = models.DateTimeField(null=True, blank=True)
     slices = models.PositiveIntegerField(default=0)
+    # The job last queued for this task: while it waits (READY) no other is queued, so a
+    # task has at most one pending run whatever wakes it or how often the scheduler looks.
+    job_id = models.UUIDField(null=True, blank=True)
+    # Infrastructure faults in a row (database, channel layer): the next retry waits
+    # 2**faults times the base delay. A slice that reaches a stop resets it.
+    faults = models.PositiveIntegerField(default=0)
 
     def __str__(self) -> str:
         return f"lease {self.task_id} ({self.owner or 'free'})"
+
+
+class WorkerBeat(models.Model):
+    """A worker process says it is alive, and which job it runs, every BEAT_SECONDS.
+
+    The scheduler reads these to take a dead worker's task over within seconds instead of
+    waiting for its lease to expire, and to mark the job row a SIGKILLed worker left
+    RUNNING (django-tasks-db has no reclaim of its own). A worker that stops cleanly
+    deletes its row; a killed one leaves a row that stops moving.
+    """
+
+    worker = models.CharField(max_length=64, primary_key=True)  # leases.WORKER_ID
+    beat_at = models.DateTimeField(db_index=True)
+    started_at = models.DateTimeField()
+    job_id = models.UUIDField(null=True, blank=True)  # the job it runs now, if any
+
+    def __str__(self) -> str:
+        return f"{self.worker} at {self.beat_at:%H:%M:%S}"

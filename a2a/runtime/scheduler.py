@@ -16,11 +16,14 @@ from django.conf import settings
 from django.db import close_old_connections, transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from django_tasks import TaskResultStatus
+from django_tasks_db.models import DBTaskResult
 
 from a2a import services
 from a2a.models import Suspension
-from a2a.runtime import leases
-from a2a.runtime.models import RunLease
+from a2a.runtime import beats, leases
+from a2a.runtime.faults import discard_connections, is_infrastructure
+from a2a.runtime.models import RunLease, WorkerBeat
 from a2a.runtime.wakeups import enqueue
 
 log = logging.getLogger(__name__)
@@ -42,23 +45,79 @@ def fire_due_timeouts(limit: int = 200) -> int:
     return fired
 
 
-def recover_runs() -> int:
-    """Re-queue runs whose worker died (lease expired) or whose job was lost (wanted,
-    idle, queued long ago). A duplicate job is harmless: it finds the lease taken."""
+def recover_runs(*, trust_beats: bool = False) -> int:
+    """Re-queue runs whose worker died (lease expired, or — with `trust_beats` — its beat
+    stopped) or whose job was lost (wanted, idle, queued long ago). A dead worker's lease
+    is freed here, under the row lock and only if that worker still holds it, so another
+    worker's claim succeeds at once. `enqueue` queues nothing while a job already waits
+    for the task: the scheduler can look every tick without flooding the queue."""
     now = timezone.now()
     requeue_after = timedelta(seconds=float(settings.TASKDECK["RUNTIME"]["REQUEUE_SECONDS"]))
-    stale = Q(owner__gt="", expires_at__lt=now)
+    dead = beats.dead_workers(now) if trust_beats else set()
+    stale = Q(owner__gt="", expires_at__lt=now) | Q(owner__in=dead)
     lost = Q(owner="", enqueued_at__lt=now - requeue_after) & ~Q(wakeups=F("served"))
     task_ids = list(
         RunLease.objects.filter(stale | lost)
         .filter(task__state__in=leases.RUNNABLE)
         .values_list("task_id", flat=True)[:200]
     )
+    queued = 0
     for task_id in task_ids:
         with transaction.atomic():
-            RunLease.objects.filter(task_id=task_id).update(enqueued_at=now)
-            enqueue(task_id)
-    return len(task_ids)
+            lease = RunLease.objects.select_for_update().get(task_id=task_id)
+            if lease.owner and (lease.owner in dead or (lease.expires_at or now) < now):
+                log.info("taking task %s over from %s", task_id, lease.owner)
+                lease.owner, lease.expires_at = "", None
+            lease.enqueued_at = now
+            lease.save(update_fields=["owner", "expires_at", "enqueued_at"])
+            queued += enqueue(task_id)
+    return queued
+
+
+def reclaim_jobs(*, trust_beats: bool) -> int:
+    """Mark the job rows that no worker runs any more: django-tasks-db leaves a SIGKILLed
+    worker's row RUNNING forever. A row is reclaimed when its worker's beat stopped, or
+    when its (living) worker beats for another job — its final status could not be
+    written, e.g. while the database was away. Rows of workers that never beat (a plain
+    db_worker) are left alone: nothing says they are dead."""
+    if not trust_beats:
+        return 0
+    now = timezone.now()
+    settled = now - timedelta(seconds=beats.dead_seconds())
+    seen = {b.worker: b for b in WorkerBeat.objects.all()}
+    reclaimed = 0
+    rows = DBTaskResult.objects.running().filter(started_at__lt=settled)
+    for job_id, worker_ids in rows.values_list("id", "worker_ids")[:500]:
+        beat = seen.get(worker_ids[-1] if worker_ids else "")
+        if beat is None:
+            continue
+        if beat.beat_at < settled:
+            why = f"worker {beat.worker} died (no beat since {beat.beat_at.isoformat()})"
+        elif beat.job_id != job_id:
+            why = f"worker {beat.worker} is alive but no longer runs this job"
+        else:
+            continue
+        reclaimed += DBTaskResult.objects.filter(pk=job_id, status=TaskResultStatus.RUNNING).update(
+            status=TaskResultStatus.FAILED,
+            finished_at=now,
+            exception_class_path="a2a.runtime.beats.WorkerLost",
+            traceback=why,
+        )
+    return reclaimed
+
+
+def prune(retention_hours: float) -> int:
+    """Delete finished job rows and beats of long-gone workers older than the retention
+    (one bounded batch per call): the job table stays the size of recent work."""
+    cutoff = timezone.now() - timedelta(hours=retention_hours)
+    old = list(
+        DBTaskResult.objects.finished()
+        .filter(finished_at__lt=cutoff)
+        .values_list("id", flat=True)[:1000]
+    )
+    deleted, _ = DBTaskResult.objects.filter(pk__in=old).delete()
+    WorkerBeat.objects.filter(beat_at__lt=cutoff).delete()
+    return deleted
 
 
 # Periodic work of other apps, registered from their AppConfig.ready() (a2a.push: kick
@@ -67,9 +126,45 @@ def recover_runs() -> int:
 PERIODIC: list[Callable[[], int]] = []
 
 
-def tick() -> tuple[int, int]:
+class Health:
+    """How long the scheduler has reached the database without a break. Beats are only
+    believed after DEAD_SECONDS of that: when the database was away, every worker's beat
+    is old, and none of them is dead for it."""
+
+    def __init__(self) -> None:
+        self.since: float | None = None
+        self.pruned_at = 0.0
+
+    def ok(self) -> None:
+        if self.since is None:
+            self.since = time.monotonic()
+
+    def broken(self) -> None:
+        self.since = None
+
+    def trusts_beats(self) -> bool:
+        return self.since is not None and time.monotonic() - self.since >= beats.dead_seconds()
+
+
+PRUNE_EVERY_SECONDS = 60.0
+
+
+def tick(health: Health | None = None) -> tuple[int, int]:
+    health = health or Health()
     close_old_connections()
-    fired, recovered = fire_due_timeouts(), recover_runs()
+    try:
+        trust = health.trusts_beats()
+        fired, recovered = fire_due_timeouts(), recover_runs(trust_beats=trust)
+        reclaimed = reclaim_jobs(trust_beats=trust)
+        if reclaimed:
+            log.info("scheduler: %d job rows of dead workers marked failed", reclaimed)
+        if time.monotonic() - health.pruned_at >= PRUNE_EVERY_SECONDS:
+            health.pruned_at = time.monotonic()
+            prune(float(settings.TASKDECK["RUNTIME"]["JOB_RETENTION_HOURS"]))
+    except Exception:
+        health.broken()
+        raise
+    health.ok()
     for periodic in PERIODIC:
         try:
             periodic()
@@ -80,13 +175,18 @@ def tick() -> tuple[int, int]:
 
 def loop(interval: float, *, iterations: int | None = None) -> None:
     n = 0
+    health = Health()
     while iterations is None or n < iterations:
         started = time.monotonic()
         try:
-            fired, recovered = tick()
+            fired, recovered = tick(health)
             if fired or recovered:
                 log.info("scheduler: %d timeouts fired, %d runs re-queued", fired, recovered)
-        except Exception:
-            log.exception("scheduler tick failed")
+        except Exception as exc:
+            if is_infrastructure(exc):
+                discard_connections()
+                log.warning("scheduler tick: database unavailable: %s", exc)
+            else:
+                log.exception("scheduler tick failed")
         n += 1
         time.sleep(max(0.0, interval - (time.monotonic() - started)))

@@ -9,10 +9,19 @@ sweep of wanted-but-idle leases covers the gap either way.
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django_tasks import TaskResultStatus
+from django_tasks_db.backend import DatabaseBackend
+from django_tasks_db.models import DBTaskResult, get_date_max
+
 from a2a.event_kinds import EventKind, is_user_message
 from a2a.lifecycle import State
 from a2a.models import TaskEvent
 from a2a.runtime import leases
+from a2a.runtime.models import RunLease
 
 
 def on_task_event(event: TaskEvent) -> None:
@@ -24,7 +33,36 @@ def on_task_event(event: TaskEvent) -> None:
     enqueue(event.task_id)
 
 
-def enqueue(task_id: str) -> None:
+def enqueue(task_id: str, *, run_after: datetime | None = None) -> bool:
+    """Queue a run of the task unless one is already waiting: at most one pending job per
+    task, however often it is woken or the scheduler looks (a job that waits serves every
+    wakeup that lands before it starts: it claims the lease with the latest count).
+    `run_after` defers the job (a retry's backoff); a wakeup without it brings a deferred
+    job forward. Returns whether a job row was written. Runs in the caller's transaction
+    and locks the task's lease row, so two writers cannot both see "nothing pending"."""
     from a2a.runtime.jobs import run_task
 
-    run_task.enqueue(task_id)
+    with transaction.atomic():
+        lease, _ = RunLease.objects.select_for_update().get_or_create(task_id=task_id)
+        pending = _pending_job(run_task, lease.job_id)
+        if pending is not None:
+            # django-tasks-db marks "as soon as possible" with the greatest date
+            immediate = get_date_max()
+            if pending.run_after != immediate and (
+                run_after is None or pending.run_after > run_after
+            ):
+                pending.run_after = run_after or immediate
+                pending.save(update_fields=["run_after"])
+            return False
+        job = (run_task.using(run_after=run_after) if run_after else run_task).enqueue(task_id)
+        lease.job_id = job.id
+        lease.save(update_fields=["job_id"])
+        return True
+
+
+def _pending_job(job_task: Any, job_id: Any) -> Any:
+    """The DBTaskResult row of `job_id` if it still waits to be picked up (django-tasks-db);
+    None when it was taken, or with a backend that keeps no rows."""
+    if job_id is None or not isinstance(job_task.get_backend(), DatabaseBackend):
+        return None
+    return DBTaskResult.objects.filter(pk=job_id, status=TaskResultStatus.READY).first()

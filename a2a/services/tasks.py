@@ -4,6 +4,7 @@ start, complete, fail, reject, cancel."""
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -12,7 +13,7 @@ from a2a import access, rate_limits
 from a2a.errors import NotAllowedNow, ValidationFailed
 from a2a.event_kinds import EventKind
 from a2a.input_requests import RESPONSE_TYPE, find_data_part
-from a2a.lifecycle import Action, State, move
+from a2a.lifecycle import TERMINAL, Action, State, move
 from a2a.models import Artifact, Message, Suspension, Task
 from a2a.services import checks
 from a2a.services._core import (
@@ -162,6 +163,21 @@ def report_progress(task_id: str, done: int, total: int, *, actor: Actor) -> Tas
         record(
             task, EventKind.PROGRESS, actor, now(), data=dict(task.progress), fields=("progress",)
         )
+    return task
+
+
+def note_retry(
+    task_id: str, *, actor: Actor, attempt: int, retry_at: datetime, error: str
+) -> Task | None:
+    """The run met an infrastructure fault (a lost database connection, a hung channel
+    layer) and will be tried again at `retry_at`: a timeline entry, never a state change —
+    the agent did not fail. Nothing is written for a task that has ended meanwhile."""
+    with transaction.atomic():
+        task = lock(task_id, actor)
+        if task.state in TERMINAL:
+            return None
+        data = {"attempt": attempt, "retryAt": retry_at.isoformat(), "error": error[:500]}
+        record(task, EventKind.RETRYING, actor, now(), reason=error[:500], data=data)
     return task
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from a2a import services
 from a2a.conditions import Conditions
@@ -94,3 +95,28 @@ def test_the_timeline_tells_the_story(op, make_task):
     html = op.get(f"/tasks/{task.id}").content.decode()
     order = [html.index(f"<strong>{t}</strong>") for t in ("Asked: Approve the plan", "Resumed")]
     assert order == sorted(order) and "<strong>Completed</strong>" in html
+
+
+def test_a_retry_after_an_infrastructure_fault_reads_as_a_retry_not_a_failure(op, make_task):
+    task = make_task("working")
+    at = timezone.now()
+    services.note_retry(
+        task.id, actor=AGENT, attempt=2, retry_at=at, error="OperationalError: server closed"
+    )
+    entry = timeline.build(task.id).entries[-1]
+    assert entry.title == "Retrying after an infrastructure fault"
+    assert ("fault", "OperationalError: server closed") in entry.details
+    assert ("attempt", "2") in entry.details
+    assert entry.state == ""  # the task's state did not change
+    page = op.get(f"/tasks/{task.id}").content.decode()
+    assert "Retrying after an infrastructure fault" in page
+    assert "tl-retry" in page
+
+
+def test_no_retry_is_noted_on_a_finished_task(make_task):
+    task = make_task("completed")
+    assert (
+        services.note_retry(task.id, actor=AGENT, attempt=1, retry_at=timezone.now(), error="x")
+        is None
+    )
+    assert not task.events.filter(kind="retrying").exists()

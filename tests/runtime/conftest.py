@@ -36,6 +36,9 @@ FAST = {
     "TASKDECK_POLL_SECONDS": "0.05",
     "TASKDECK_SCHEDULER_INTERVAL": "0.1",
     "TASKDECK_REQUEUE_SECONDS": "2",
+    "TASKDECK_BEAT_SECONDS": "0.25",
+    "TASKDECK_DEAD_SECONDS": "1.5",
+    "TASKDECK_RETRY_SECONDS": "0.1",
     "TASKDECK_ACP_POLL_SECONDS": "0.05",  # ACP sessions re-read their log (no Redis here)
     "TASKDECK_EXTRA_AGENTS": "tests.runtime.agents.flaky,tests.runtime.agents.shifty,"
     "tests.runtime.agents.asker",
@@ -64,6 +67,7 @@ class Processes:
 
     def __init__(self, log_dir: Path) -> None:
         self.log_dir = log_dir
+        self.env: dict[str, str] = {}  # on top of FAST, for processes started from now on
         self.workers: list[subprocess.Popen] = []
         self.scheduler: subprocess.Popen | None = None
 
@@ -72,14 +76,14 @@ class Processes:
         return subprocess.Popen(
             [sys.executable, str(ROOT / "manage.py"), *args],
             cwd=ROOT,
-            env=_env(),
+            env={**_env(), **self.env},
             stdout=log,
             stderr=subprocess.STDOUT,
         )
 
     def start_worker(self) -> subprocess.Popen:
         proc = self._spawn(
-            "worker", "db_worker", "--interval", "0.05", "--no-startup-delay", "--no-reload"
+            "worker", "run_worker", "--interval", "0.05", "--no-startup-delay", "--no-reload"
         )
         self.workers.append(proc)
         return proc

@@ -75,7 +75,7 @@ class Command(BaseCommand):
             commands[f"web-{p}"] = [*daphne, "dashboard.asgi:application"]
         for i in range(workers):
             commands[f"worker-{i + 1}"] = [
-                sys.executable, MANAGE, "db_worker", "--interval", "0.2", "--no-reload",
+                sys.executable, MANAGE, "run_worker", "--interval", "0.2", "--no-reload",
             ]  # fmt: skip
         commands["scheduler"] = [sys.executable, MANAGE, "run_scheduler"]
         # own sessions: a Ctrl+C reaches only this command, which stops each child once

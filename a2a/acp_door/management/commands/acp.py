@@ -59,7 +59,8 @@ class Command(BaseCommand):
 def _start_helpers(workers: int) -> list[subprocess.Popen]:
     if workers <= 0:
         return []
-    commands = [[sys.executable, MANAGE, "db_worker", "--interval", "0.2", "--no-reload"]] * workers
+    worker = [sys.executable, MANAGE, "run_worker", "--interval", "0.2", "--no-reload"]
+    commands = [worker] * workers
     commands.append([sys.executable, MANAGE, "run_scheduler"])
     # stdout of the helpers goes to our stderr: the protocol stream stays clean
     return [subprocess.Popen(cmd, stdout=sys.stderr, start_new_session=True) for cmd in commands]

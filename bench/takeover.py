@@ -1,0 +1,149 @@
+"""How long a task stands still after its worker is SIGKILLed, until another worker
+carries it on. Prints figures; asserts nothing.
+
+    .venv/bin/python bench/takeover.py [--trials 8] [--scale-out]
+
+Two workers and the scheduler with the production timings (lease 15 s, beat every 1 s,
+dead after 4 s, scheduler tick 0.25 s, worker poll 0.2 s as `manage.py serve` starts
+them); a batch task whose items take 0.1 s. Each trial kills the worker running the task
+and starts a replacement, so an idle worker is always there to take over.
+
+- `run_worker` (beats): the scheduler notices the silent worker and frees its lease.
+- `db_worker` (no beats, what Taskdeck ran before): only the lease's expiry frees it.
+
+Measured: from the SIGKILL to the first item another worker records (so it includes the
+job pickup, the replay of recorded steps and the rerun of the item in flight), and to
+the moment the dead worker's job row stops being RUNNING (`db_worker` never does that).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _harness
+
+ARGS = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+ARGS.add_argument("--trials", type=int, default=8)
+ARGS.add_argument("--scale-out", action="store_true", help="PostgreSQL + Redis")
+OPTS = ARGS.parse_args()
+ENV = _harness.configure(OPTS.scale_out)
+ENV["TASKDECK_AGENT_DELAY_SCALE"] = "0.2"  # a batch item: 0.5 s times 0.2
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.core.management import call_command  # noqa: E402
+from django.utils import timezone  # noqa: E402
+from django_tasks_db.models import DBTaskResult  # noqa: E402
+
+from a2a import services  # noqa: E402
+from a2a.runtime.models import RunLease, StepRecord  # noqa: E402
+
+ACTOR = services.Actor("operator", "bench")
+MANAGE = str(_harness.ROOT / "manage.py")
+
+
+def wait_for(predicate, timeout=120.0):
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()):
+        if time.monotonic() > deadline:
+            raise TimeoutError("bench gave up waiting")
+        time.sleep(0.01)
+    return value
+
+
+def spawn(*args: str) -> subprocess.Popen:
+    env = {**os.environ, **ENV}
+    return subprocess.Popen(
+        [sys.executable, MANAGE, *args], env=env, stdout=subprocess.DEVNULL,
+        stderr=open(Path(ENV["TASKDECK_VAR_DIR"]) / f"{args[0]}.log", "a"),
+    )  # fmt: skip
+
+
+def worker(command: str) -> subprocess.Popen:
+    return spawn(command, "--interval", "0.2", "--no-startup-delay", "--no-reload", "-v0")
+
+
+def trial(workers: dict[int, subprocess.Popen], command: str) -> tuple[float, float | None]:
+    msg = services.IncomingMessage(
+        message_id=f"bench-{time.monotonic_ns()}", parts=[{"kind": "text", "text": "bench"}]
+    )
+    task_id = services.create_task(msg, actor=ACTOR, skill="batch", metadata={"items": 2000}).id
+    wait_for(lambda: StepRecord.objects.filter(task_id=task_id).count() >= 3)
+    owner = RunLease.objects.get(task_id=task_id).owner
+    pid = int(owner.rsplit(":", 1)[1])
+    killed_at = timezone.now()
+    workers[pid].send_signal(signal.SIGKILL)
+    workers.pop(pid).wait()
+    fresh = worker(command)
+    workers[fresh.pid] = fresh
+    step = wait_for(
+        lambda: (
+            StepRecord.objects.filter(task_id=task_id, completed_at__gt=killed_at)
+            .exclude(worker=owner)
+            .order_by("completed_at")
+            .first()
+        )
+    )
+    moved = (step.completed_at - killed_at).total_seconds()
+    marked = None
+    try:
+        row = wait_for(
+            lambda: next(
+                (
+                    r
+                    for r in DBTaskResult.objects.filter(finished_at__gt=killed_at)
+                    if owner in r.worker_ids and r.args_kwargs["args"] == [task_id]
+                ),
+                None,
+            ),
+            timeout=30,
+        )
+        marked = (row.finished_at - killed_at).total_seconds()
+    except TimeoutError:
+        pass
+    services.cancel_task(task_id, actor=ACTOR)
+    return moved, marked
+
+
+def run(command: str, trials: int) -> None:
+    workers = {p.pid: p for p in (worker(command), worker(command))}
+    scheduler = spawn("run_scheduler")
+    try:
+        time.sleep(5)  # the scheduler trusts beats after DEAD_SECONDS of health
+        moved, marked = [], []
+        for _ in range(trials):
+            m, k = trial(workers, command)
+            moved.append(m)
+            if k is not None:
+                marked.append(k)
+        row = _harness.percentiles(marked) if marked else "never (stays RUNNING)"
+        print(f"{command:<11} kill → another worker records an item  {_harness.percentiles(moved)}")
+        print(f"{'':<11} kill → its job row no longer RUNNING    {row}")
+    finally:
+        for proc in [*workers.values(), scheduler]:
+            proc.terminate()
+        for proc in [*workers.values(), scheduler]:
+            proc.wait(timeout=30)
+
+
+def main() -> None:
+    call_command("migrate", verbosity=0)
+    db = django.db.connection.vendor
+    print(f"Taskdeck worker takeover ({db}, 2 workers, lease 15 s, beat 1 s, dead after 4 s)")
+    run("run_worker", OPTS.trials)
+    run("db_worker", max(2, OPTS.trials // 2))
+    if OPTS.scale_out:
+        _harness.drop_bench_db()
+
+
+if __name__ == "__main__":
+    main()
