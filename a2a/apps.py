@@ -9,6 +9,13 @@ class A2AConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from a2a import events, notify
+        from django.db.models.signals import post_delete, post_save
+
+        from a2a import api_keys, events, notify
+        from a2a.models import ApiKey
+
+        # a key saved or deleted here stops being remembered at once (api_keys.verify)
+        post_save.connect(api_keys.forget_all, sender=ApiKey, dispatch_uid="apikey-saved")
+        post_delete.connect(api_keys.forget_all, sender=ApiKey, dispatch_uid="apikey-deleted")
 
         events.subscribe(notify.announce, on_commit=True)

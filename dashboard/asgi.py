@@ -1,5 +1,9 @@
 """ASGI entry point: HTTP (Django, including SSE streams) and WebSockets (AG-UI view).
 
+The A2A endpoint (POST /a2a) goes to a handler without the
+dashboard's middleware (dashboard/protocol_handler.py says why); every other path gets
+the full stack.
+
 WebSockets get the session (AuthMiddlewareStack) and an Origin check against
 ALLOWED_HOSTS (a page on another site cannot open a socket with our cookies).
 """
@@ -17,12 +21,20 @@ django_asgi_app = get_asgi_application()
 
 from agui.routing import websocket_urlpatterns  # noqa: E402
 from dashboard import body_limit  # noqa: E402
+from dashboard.protocol_handler import PROTOCOL_PATHS, ProtocolHandler  # noqa: E402
 
 body_limit.install()  # Daphne reads whole bodies before the app runs: limit them as they arrive
+protocol_app = ProtocolHandler()
+
+
+async def http_app(scope, receive, send):
+    app = protocol_app if scope["path"] in PROTOCOL_PATHS else django_asgi_app
+    await app(scope, receive, send)
+
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": http_app,
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),

@@ -11,6 +11,7 @@ import base64
 import json
 import math
 import re
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -966,6 +967,10 @@ def test_revoked_key(rpc, unchanged, make_task, key_with):
     name, token = key_with("read", "write")
     assert rpc.raw(envelope("tasks/get", {"id": task.id}), token=token).status_code == 200
     assert api_keys.revoke(name)
+    # the server (another process) remembers verified keys for REVALIDATE_SECONDS at most
+    deadline = time.monotonic() + api_keys.remember_seconds() + 2.0
+    while rpc.raw(envelope("tasks/get", {"id": task.id}), token=token).status_code != 401:
+        assert time.monotonic() < deadline, "a revoked key still works past the bound"
     with unchanged():
         response = rpc.raw(_pause_body(task.id), token=token)
     assert response.status_code == 401
