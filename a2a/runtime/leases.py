@@ -9,7 +9,6 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from a2a.lifecycle import State
@@ -22,14 +21,6 @@ WORKER_ID = f"{socket.gethostname()}:{os.getpid()}"
 
 def lease_seconds() -> float:
     return float(settings.TASKDECK["RUNTIME"]["LEASE_SECONDS"])
-
-
-def want(task_id: str) -> None:
-    """Inside the writer's transaction: the task has become runnable."""
-    RunLease.objects.get_or_create(task_id=task_id)
-    RunLease.objects.filter(task_id=task_id).update(
-        wakeups=F("wakeups") + 1, enqueued_at=timezone.now()
-    )
 
 
 def claim(task_id: str, worker: str = WORKER_ID) -> int | None:

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 from django_tasks import TaskResultStatus
 from django_tasks_db.backend import DatabaseBackend
 from django_tasks_db.models import DBTaskResult, get_date_max
@@ -20,7 +21,7 @@ from django_tasks_db.models import DBTaskResult, get_date_max
 from a2a.event_kinds import EventKind, is_user_message
 from a2a.lifecycle import State
 from a2a.models import TaskEvent
-from a2a.runtime import leases
+from a2a.runtime import doorbell
 from a2a.runtime.models import RunLease
 
 
@@ -29,14 +30,25 @@ def on_task_event(event: TaskEvent) -> None:
         return  # the agent's own output wakes nobody
     if event.to_state not in (State.SUBMITTED, State.WORKING):
         return  # e.g. resumed back to input-required: waits for its answer, not for a worker
-    leases.want(event.task_id)
-    enqueue(event.task_id)
+    if event.kind == EventKind.CREATED:
+        _first_run(event.task_id)
+    else:
+        enqueue(event.task_id, wake=True)
 
 
-def enqueue(task_id: str, *, run_after: datetime | None = None) -> bool:
+def _first_run(task_id: str) -> None:
+    """A new task: its job and its lease, two inserts (it has nothing pending yet)."""
+    from a2a.runtime.jobs import run_task
+
+    job = run_task.enqueue(task_id)
+    RunLease.objects.create(task_id=task_id, wakeups=1, enqueued_at=timezone.now(), job_id=job.id)
+
+
+def enqueue(task_id: str, *, run_after: datetime | None = None, wake: bool = False) -> bool:
     """Queue a run of the task unless one is already waiting: at most one pending job per
     task, however often it is woken or the scheduler looks (a job that waits serves every
     wakeup that lands before it starts: it claims the lease with the latest count).
+    `wake` counts a wakeup (the task became runnable: answered, resumed, messaged).
     `run_after` defers the job (a retry's backoff); a wakeup without it brings a deferred
     job forward. Returns whether a job row was written. Runs in the caller's transaction
     and locks the task's lease row, so two writers cannot both see "nothing pending"."""
@@ -44,6 +56,11 @@ def enqueue(task_id: str, *, run_after: datetime | None = None) -> bool:
 
     with transaction.atomic():
         lease, _ = RunLease.objects.select_for_update().get_or_create(task_id=task_id)
+        fields = []
+        if wake:
+            lease.wakeups += 1
+            lease.enqueued_at = timezone.now()
+            fields += ["wakeups", "enqueued_at"]
         pending = _pending_job(run_task, lease.job_id)
         if pending is not None:
             # django-tasks-db marks "as soon as possible" with the greatest date
@@ -53,11 +70,16 @@ def enqueue(task_id: str, *, run_after: datetime | None = None) -> bool:
             ):
                 pending.run_after = run_after or immediate
                 pending.save(update_fields=["run_after"])
-            return False
-        job = (run_task.using(run_after=run_after) if run_after else run_task).enqueue(task_id)
-        lease.job_id = job.id
-        lease.save(update_fields=["job_id"])
-        return True
+                doorbell.ring(at=run_after)  # brought forward: idle workers may take it now
+            queued = False
+        else:
+            job = (run_task.using(run_after=run_after) if run_after else run_task).enqueue(task_id)
+            lease.job_id = job.id
+            fields.append("job_id")
+            queued = True
+        if fields:
+            lease.save(update_fields=fields)
+        return queued
 
 
 def _pending_job(job_task: Any, job_id: Any) -> Any:

@@ -93,8 +93,15 @@ def lock(task_id: str, actor: Actor | None = None) -> Task:
     return task
 
 
-def append_message(task: Task, msg: IncomingMessage, at: datetime) -> Message:
-    seq = (task.messages.order_by("-seq").values_list("seq", flat=True).first() or 0) + 1
+def append_message(
+    task: Task, msg: IncomingMessage, at: datetime, *, first: bool = False
+) -> Message:
+    """The next message of the task's history (`first`: a new task's, no need to look)."""
+    seq = (
+        1
+        if first
+        else (task.messages.order_by("-seq").values_list("seq", flat=True).first() or 0) + 1
+    )
     return Message.objects.create(
         task=task,
         seq=seq,

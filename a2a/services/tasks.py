@@ -77,7 +77,7 @@ def create_task(
             origin_title=origin.title,
             owner=actor.tenant,
         )
-        msg = append_message(task, message, at)
+        msg = append_message(task, message, at, first=True)
         record(task, EventKind.CREATED, actor, at, from_state="", data={"messageSeq": msg.seq})
     return task
 
