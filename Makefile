@@ -14,8 +14,9 @@ REDIS ?= redis://127.0.0.1:6379/0
 
 # The official a2a-sdk client for tests/interop lives in its own virtualenv: its import name
 # is `a2a`, like our Django app, so it must never be installed into $(VENV). The http-server
-# extra and uvicorn serve bench/sdk_server.py (bench/load.py).
-INTEROP_SDK := a2a-sdk[http-server]==1.3.0 uvicorn==0.54.0
+# and postgresql (SQLAlchemy, asyncpg) extras and uvicorn serve bench/sdk_server.py, in
+# memory and on PostgreSQL (bench/load.py).
+INTEROP_SDK := a2a-sdk[http-server,postgresql]==1.3.0 uvicorn==0.54.0
 INTEROP := .venv-interop
 INTEROP_STAMP := $(INTEROP)/.installed-$(shell echo '$(INTEROP_SDK)' | sha1sum | cut -c1-12)
 
@@ -99,6 +100,14 @@ test-postgres: $(STAMP) interop-venv acp-peers
 	  $(VENV)/bin/pytest -p no:cacheprovider tests --ignore=tests/browser
 	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS) TASKDECK_EXPECT_POSTGRES=1 \
 	  $(VENV)/bin/pytest -p no:cacheprovider tests/browser
+
+## The load benchmark, bench/load.py (about 10 minutes; needs PostgreSQL and Redis): wrk
+## against Taskdeck (SQLite; PostgreSQL + Redis) and the a2a-sdk (in memory; PostgreSQL).
+## Options through BENCH_ARGS, e.g. make bench-load BENCH_ARGS="--ops get,list --seconds 5".
+.PHONY: bench-load
+bench-load: $(STAMP) interop-venv
+	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
+	$(PY) bench/load.py $(BENCH_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

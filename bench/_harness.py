@@ -88,6 +88,17 @@ def start_server(env: dict[str, str], port: int) -> subprocess.Popen:
     return proc
 
 
+def wait_for(predicate, timeout: float = 120.0):
+    """Poll `predicate` every 10 ms until it returns something truthy (TimeoutError after
+    `timeout` seconds); returns that value."""
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()):
+        if time.monotonic() > deadline:
+            raise TimeoutError("bench gave up waiting")
+        time.sleep(0.01)
+    return value
+
+
 def quantile(ordered: list[float], q: float) -> float:
     """The q-quantile (nearest rank) of an already sorted, non-empty list."""
     return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]

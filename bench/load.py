@@ -1,57 +1,97 @@
-"""JSON-RPC load: Taskdeck's scale-out deployment against a minimal a2a-sdk 1.3.0 server,
-N concurrent clients per operation. Prints a table; asserts nothing.
+"""JSON-RPC load, driven by wrk: Taskdeck (as `make run` and as `make scale-out` run it)
+against the a2a-sdk 1.3.0, in memory and on PostgreSQL. Prints a table; asserts nothing.
 
-    make install interop-venv                # once: .venv, and .venv-interop with the SDK
-    .venv/bin/python bench/load.py [--clients 16] [--seconds 10 | --requests N]
-                                   [--warmup 2] [--ops get,send,send-blocking,pause-resume]
-                                   [--servers taskdeck,sdk] [--keep-db]
+    make bench-load        # installs wrk (apt-get) and .venv-interop, then runs this
+    .venv/bin/python bench/load.py [--connections 16] [--seconds 10] [--warmup 2]
+        [--ops get,list,send-blocking,send,pause-resume,stream]
+        [--servers sdk-mem,sdk-pg,taskdeck-sqlite,taskdeck-pg] [--keep-db]
 
-Needs PostgreSQL (127.0.0.1:5432, user postgres) and Redis (127.0.0.1:6379) running.
+(`--servers sdk` means both SDK configurations, `taskdeck` both Taskdeck ones.) Needs wrk
+(the Debian package), .venv-interop (`make interop-venv`: a2a-sdk[http-server,postgresql]),
+PostgreSQL on 127.0.0.1:5432 (user postgres) and Redis on 127.0.0.1:6379.
 
-The servers, started and stopped by the bench (also on Ctrl+C or an error):
-- Taskdeck as `make scale-out` runs it: `manage.py serve --port P1,P2 --workers 2`, i.e.
-  two Daphne processes, two db_workers (poll 0.2 s) and the scheduler, with DATABASE_URL
-  on a fresh database `taskdeck_bench` (created and migrated here, dropped at the end),
-  REDIS_URL redis db 5, DEBUG off. Clients alternate between the two ports. Auth: an API
-  key with scopes read,write,agent made in the bench database (what `manage.py
-  create_api_key` does).
-- bench/sdk_server.py: the SDK's DefaultRequestHandler, in-memory task store and JSON-RPC
-  app under uvicorn (one process), run with .venv-interop/bin/python -I.
+Why wrk: a load generator in Python on the same cores spends about as much CPU per call
+as the servers it measures, and what it takes from them hides what they cost. wrk (C,
+epoll) drives each measurement: `wrk -t<T> -c<connections> -d<seconds>s --latency
+--timeout 30s -s <script>`, T = 1, or one thread per port for the two-port Taskdeck (each
+thread keeps to its port). Its Lua scripts are bench/wrk/*.lua; bench/load.py writes a
+header for each run (the request body, the task ids, a fresh nonce) into a temporary
+directory. Each operation on each server: --warmup seconds of the same load (not
+counted), then the measured run.
 
-Both speak A2A 1.0 (`A2A-Version: 1.0`): the SDK's JSON-RPC app serves only 1.0 unless its
-0.3 compatibility is switched on. Operations (one "request" = one JSON-RPC call):
-- get            GetTask of an existing (completed) task, one per client.
-- send           SendMessage with returnImmediately: Taskdeck's `tck` skill (metadata.skill)
-                 with a `tck-complete-task-*` message id, whose agent completes at once
-                 with "Hello from TCK"; the SDK's executor does the same inline. Taskdeck
-                 answers `submitted` and leaves the run to its workers (the backlog they
-                 had left when the run ended is printed); the SDK answers after its
+The servers, one at a time (an idle server's pollers would otherwise take CPU from the
+one being measured), each started, measured on every operation and stopped by the bench:
+- sdk-mem: bench/sdk_server.py, the SDK's DefaultRequestHandler, InMemoryTaskStore and
+  JSON-RPC app under uvicorn (one process), with .venv-interop/bin/python -I.
+- sdk-pg: the same with the SDK's DatabaseTaskStore (SQLAlchemy async engine, asyncpg,
+  default pool) on a fresh database `taskdeck_bench_sdk`: the persisting peer.
+- taskdeck-sqlite: as `make run` starts it: `manage.py serve --port P --workers 2` (one
+  Daphne, two db_workers polling every 0.2 s, the scheduler), SQLite in a temporary
+  directory, the in-memory channel layer.
+- taskdeck-pg: as `make scale-out`: `manage.py serve --port P1,P2 --workers 2` with
+  DATABASE_URL on a fresh database `taskdeck_bench` and REDIS_URL redis db 5.
+Both Taskdeck servers run with DEBUG off (TASKDECK_DEBUG=0) and the per-key task-creation
+limit off (TASKDECK_RATE_CREATE=0; its default, 120 a minute, would refuse most sends),
+and are migrated and given an API key (`manage.py create_api_key`, scopes read,write)
+sent as `Authorization: Bearer`. The SDK needs no auth. The bench's databases are dropped
+at the end (not with --keep-db).
+
+Operations, A2A 1.0 methods (`A2A-Version: 1.0`; one wrk request = one JSON-RPC call):
+- get            GetTask, cycling through 100 completed tasks made before the runs.
+- list           ListTasks {pageSize: 50}: a full page; each server holds the same number
+                 of tasks then (100 + 2 x connections), as `list` runs before any send.
+- send-blocking  SendMessage, blocking (1.0's default): answered with the completed task.
+                 Taskdeck: skill `tck` (metadata.skill) with a `tck-complete-task-` message
+                 id, whose agent answers "Hello from TCK" at once, run by a worker; the
+                 SDK's executor does the same inline. Every request has a fresh messageId
+                 (nonce per run + thread + counter): Taskdeck answers a repeated messageId
+                 from the same caller with its first task (idempotent sends).
+- send           the same with configuration.returnImmediately: Taskdeck answers
+                 `submitted` and leaves the run to its workers (how long they took to
+                 finish the backlog after the run is printed); the SDK answers after its
                  executor's first event.
-- send-blocking  the same SendMessage, blocking (1.0's default): the answer is the
-                 completed task. On Taskdeck that includes a worker picking the job up.
-- pause-resume   PauseTask then ResumeTask on a working task (one per client: `tck` with a
-                 non-`tck-` message id stays working); one "request" here is the pair.
-                 Taskdeck only: the SDK has no pause; its answer is printed instead.
-Each operation runs on each server in turn: --warmup seconds not counted, then --seconds
-(or --requests per client). req/s counts successful calls; p50/p99 are over successful
-calls; errors are HTTP statuses other than 200, JSON-RPC errors, unexpected results and
-transport failures (the first few are printed); Taskdeck/SDK is the ratio of req/s. After
-each Taskdeck run the bench waits for its workers to empty the job queue. A second table
-gives the CPU used over each measurement, from /proc: by the server's processes (for
-Taskdeck with its PostgreSQL backends, without Redis), per successful call, and by the load
-generator (one asyncio process, httpx), which shares the machine's cores with the servers:
-on a small machine it can be what limits the faster server.
-Exit status 1 if a server fails to start, dies, or answers nothing but errors.
+- pause-resume   PauseTask and ResumeTask in turn on working tasks (`tck` with a non-`tck-`
+                 message id stays working), 2 x connections of them, no task with two calls
+                 in flight (bench/wrk/pause_resume.lua). Shown in pairs/s (= calls/s / 2);
+                 p50/p99 are per call. The SDK has no pause: n/a, with what it answers.
+- stream         SendStreamingMessage; the SSE answer ends when the task completes (both
+                 servers end the chunked response then), and wrk's latency runs from
+                 sending the request to the last event.
+
+Errors: a JSON-RPC error comes back with HTTP 200, so the Lua `response` callback judges
+every answer by its body: ok only with status 200, the operation's expected content (the
+completed state, a page with pageSize 50, a task, the paused or working state...) and no
+JSON-RPC error object. Each wrk thread counts ok and bad answers; `done()` sums them over
+the threads (thread:get) and prints them with wrk's totals. errors = bad answers + wrk's
+socket errors (connect, read, write, timeout); the first bad answer is printed. req/s
+counts ok answers only, over wrk's run time; p50/p99 are wrk's latency distribution (all
+answers). No separate pre-check: the set-up calls that make the task pools check their
+answers (in Python), and a warm-up run without a single ok answer stops the bench.
+
+CPU, from /proc (user + system, children included), over each measured run and, for
+Taskdeck, until its job queue is empty (runs accepted with returnImmediately finish after
+wrk stops): the server's processes (Taskdeck: `manage.py serve` and all it started; SDK:
+uvicorn) plus the PostgreSQL backends connected to its database, per ok call ("CPU
+ms/call") and in % of one core ("server %"); wrk's own ("wrk %"); and the rest of the
+machine ("other %": the PostgreSQL server's own processes, Redis, anything else running
+here; a busy machine shows there). Also printed: Redis's CPU per call for taskdeck-pg,
+and each server's CPU when idle (Taskdeck's workers and scheduler poll), which the
+slower operations' CPU ms/call carry.
+Exit status 1 if a server fails to start or dies, or a setup call fails.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import platform
 import re
-import resource
+import shlex
+import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -60,268 +100,122 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from _harness import ROOT, configure, drop_bench_db, free_port, quantile, wait_for_port
+from _harness import PG_ADMIN, REDIS, ROOT, free_port, wait_for_port
 
 INTEROP_PY = ROOT / ".venv-interop" / "bin" / "python"
-OPS = ("get", "send", "send-blocking", "pause-resume")
+WRK_DIR = Path(__file__).resolve().parent / "wrk"
+PG_BASE = PG_ADMIN.rsplit("/", 1)[0]
+TD_DB, SDK_DB = "taskdeck_bench", "taskdeck_bench_sdk"
+CLK = os.sysconf("SC_CLK_TCK")
+DONE_POOL = 100  # completed tasks for GetTask
+
+OPS = ("get", "list", "send-blocking", "send", "pause-resume", "stream")
 LABELS = {
     "get": "GetTask",
-    "send": "SendMessage (returnImmediately)",
-    "send-blocking": "SendMessage (blocking)",
+    "list": "ListTasks (page of 50)",
+    "send-blocking": "SendMessage blocking",
+    "send": "SendMessage returnImmediately",
     "pause-resume": "PauseTask+ResumeTask (pairs)",
+    "stream": "SendStreamingMessage",
+}
+SERVERS = ("sdk-mem", "sdk-pg", "taskdeck-sqlite", "taskdeck-pg")
+SERVER_LABELS = {
+    "sdk-mem": "a2a-sdk memory",
+    "sdk-pg": "a2a-sdk PostgreSQL",
+    "taskdeck-sqlite": "Taskdeck SQLite",
+    "taskdeck-pg": "Taskdeck PG+Redis",
+}
+ALIASES = {"sdk": ("sdk-mem", "sdk-pg"), "taskdeck": ("taskdeck-sqlite", "taskdeck-pg")}
+
+COMPLETED = '"state"%s*:%s*"TASK_STATE_COMPLETED"'
+WANT = {  # Lua patterns an ok answer matches (bench/wrk/common.lua, judge)
+    "get": '"result"%s*:%s*{%s*"id"%s*:%s*"',
+    "list": '"pageSize"%s*:%s*50[^%d]',
+    "send-blocking": COMPLETED,
+    "send": '"result"%s*:%s*{%s*"task"%s*:%s*{',
+    "stream": COMPLETED,
 }
 
 
 class Failure(Exception):
-    """One call that did not give the expected answer."""
+    """A set-up call that did not give the expected answer."""
 
 
 class ServerDied(Exception):
     pass
 
 
+# ---------------------------------------------------------------------------- servers
+
+
 @dataclass
 class Server:
-    name: str
-    bases: list[str]
+    key: str
+    ports: list[int]
+    path: str
     headers: dict[str, str]
-    procs: list[subprocess.Popen]
+    proc: subprocess.Popen
     log: Path
-    pause_supported: bool
-    # per-client fixtures, filled by setup()
+    db: str = ""  # its PostgreSQL database (CPU of the backends, health, drain)
+    sqlite: Path | None = None  # Taskdeck on SQLite: its database file
     done_tasks: list[str] = field(default_factory=list)
     working_tasks: list[str] = field(default_factory=list)
 
-    def cpu_pids(self) -> list[int]:
-        """The server's processes: its own, the children `manage.py serve` printed, and
-        the PostgreSQL backends connected to taskdeck_bench (Redis is not counted)."""
-        pids = [p.pid for p in self.procs]
-        if self.name == "Taskdeck":
-            pids += child_pids(self.log)
-            for entry in Path("/proc").iterdir():
-                if entry.name.isdigit():
-                    try:
-                        if b"taskdeck_bench" in (entry / "cmdline").read_bytes():
-                            pids.append(int(entry.name))
-                    except OSError:
-                        pass
-        return pids
+    @property
+    def label(self) -> str:
+        return SERVER_LABELS[self.key]
+
+    @property
+    def taskdeck(self) -> bool:
+        return self.key.startswith("taskdeck")
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.ports[0]}{self.path}"
 
     def check_alive(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is not None:
-                raise ServerDied(f"{self.name} exited with {proc.returncode}; log: {self.log}")
+        if self.proc.poll() is not None:
+            raise ServerDied(f"{self.label} exited with {self.proc.returncode}; log: {self.log}")
         for pid in child_pids(self.log):  # serve takes a while to notice and stop the rest
             try:
                 state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
             except OSError:
                 state = "gone"
             if state in ("gone", "Z"):
-                raise ServerDied(f"{self.name}: its process {pid} died; log: {self.log}")
+                raise ServerDied(f"{self.label}: its process {pid} died; log: {self.log}")
 
-
-@dataclass
-class Result:
-    requests: int = 0
-    errors: int = 0
-    latencies: list[float] = field(default_factory=list)
-    samples: list[str] = field(default_factory=list)
-    elapsed: float = 0.0
-    cpu: float = 0.0  # load generator CPU seconds over the measurement
-    server_cpu: float = 0.0  # the server's processes' CPU seconds over the measurement
-
-    @property
-    def rate(self) -> float:
-        return len(self.latencies) / self.elapsed if self.elapsed > 0 else 0.0
-
-
-# ---------------------------------------------------------------------------- JSON-RPC
-
-
-async def rpc(client, method: str, params: dict) -> dict:
-    body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex[:8], "method": method, "params": params}
-    try:
-        response = await client.post("/", json=body)
-    except Exception as exc:  # transport: refused, reset, timeout
-        raise Failure(f"{type(exc).__name__}: {exc}") from None
-    if response.status_code != 200:
-        raise Failure(f"HTTP {response.status_code}: {response.text[:200]}")
-    answer = response.json()
-    if "error" in answer:
-        err = answer["error"]
-        raise Failure(f"{err.get('code')} {err.get('message')}")
-    return answer["result"]
-
-
-def send_params(message_id: str, *, immediately: bool) -> dict:
-    params = {
-        "message": {"role": "ROLE_USER", "messageId": message_id, "parts": [{"text": "bench"}]},
-        "metadata": {"skill": "tck"},
-    }
-    if immediately:
-        params["configuration"] = {"returnImmediately": True}
-    return params
-
-
-def expect(result: dict, path: str, wanted) -> None:
-    value = result
-    for key in path.split("."):
-        value = value.get(key) if isinstance(value, dict) else None
-    ok = value in wanted if isinstance(wanted, tuple) else value == wanted
-    if not ok:
-        raise Failure(f"{path} = {value!r}, expected {wanted!r}")
-
-
-async def op_get(server: Server, client, i: int) -> None:
-    expect(await rpc(client, "GetTask", {"id": server.done_tasks[i]}), "id", server.done_tasks[i])
-
-
-async def op_send(server: Server, client, i: int) -> None:
-    result = await rpc(client, "SendMessage", send_params(_tck_id(), immediately=True))
-    expect(result, "task.status.state", ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING",
-                                         "TASK_STATE_COMPLETED"))  # fmt: skip
-
-
-async def op_send_blocking(server: Server, client, i: int) -> None:
-    result = await rpc(client, "SendMessage", send_params(_tck_id(), immediately=False))
-    expect(result, "task.status.state", "TASK_STATE_COMPLETED")
-
-
-async def op_pause_resume(server: Server, client, i: int) -> None:
-    task_id = server.working_tasks[i]
-    paused = await rpc(client, "PauseTask", {"taskId": task_id, "reason": "bench"})
-    expect(paused, "state", "TASK_STATE_PAUSED_BY_CLIENT")
-    resumed = await rpc(client, "ResumeTask", {"taskId": task_id})
-    expect(resumed, "state", "TASK_STATE_WORKING")
-
-
-OP_CALLS = {
-    "get": op_get,
-    "send": op_send,
-    "send-blocking": op_send_blocking,
-    "pause-resume": op_pause_resume,
-}
-
-
-def _tck_id() -> str:
-    return f"tck-complete-task-{uuid.uuid4().hex}"
-
-
-def make_clients(server: Server, n: int):
-    import httpx
-
-    return [
-        httpx.AsyncClient(
-            base_url=server.bases[i % len(server.bases)],
-            headers={**server.headers, "A2A-Version": "1.0"},
-            timeout=60,
-        )
-        for i in range(n)
-    ]
-
-
-async def setup(server: Server, clients: int, ops: list[str]) -> None:
-    """One completed task per client (for get) and one working task (for pause-resume)."""
-    pool = make_clients(server, clients)
-    try:
-
-        async def done(i: int) -> str:
-            r = await rpc(pool[i], "SendMessage", send_params(_tck_id(), immediately=False))
-            expect(r, "task.status.state", "TASK_STATE_COMPLETED")
-            return r["task"]["id"]
-
-        async def working(i: int) -> str:
-            params = send_params(f"bench-idle-{uuid.uuid4().hex}", immediately=False)
-            r = await rpc(pool[i], "SendMessage", params)
-            expect(r, "task.status.state", "TASK_STATE_WORKING")
-            return r["task"]["id"]
-
-        if "get" in ops:
-            server.done_tasks = await asyncio.gather(*(done(i) for i in range(clients)))
-        if "pause-resume" in ops and server.pause_supported:
-            server.working_tasks = await asyncio.gather(*(working(i) for i in range(clients)))
-    finally:
-        await asyncio.gather(*(c.aclose() for c in pool))
-
-
-async def probe_pause(server: Server) -> str:
-    """What a server without pause answers to PauseTask."""
-    (client,) = make_clients(server, 1)
-    async with client:
-        try:
-            await rpc(client, "PauseTask", {"taskId": str(uuid.uuid4())})
-        except Failure as exc:
-            return f"PauseTask -> {exc}"
-    return "PauseTask -> answered without an error"
-
-
-async def measure(server: Server, op: str, args) -> Result:
-    call = OP_CALLS[op]
-    pool = make_clients(server, args.clients)
-    result = Result()
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    warm_end = start + args.warmup
-    end = None if args.requests else warm_end + args.seconds
-    last_finish = warm_end
-    cpu: dict[str, float] = {}
-
-    async def client_loop(i: int) -> None:
-        nonlocal last_finish
-        counted = 0
-        while True:
-            t0 = loop.time()
-            if end is not None and t0 >= end:
-                return
-            if args.requests and t0 >= warm_end and counted >= args.requests:
-                return
+    def sql(self, query: str) -> list[tuple]:
+        """Rows of a query on Taskdeck's database (a fresh connection each time, so the
+        bench holds no backend that would count as the server's)."""
+        if self.sqlite is not None:
+            conn = sqlite3.connect(f"file:{self.sqlite}?mode=ro", uri=True, timeout=30)
             try:
-                await call(server, pool[i], i)
-                error = None
-            except Failure as exc:
-                error = str(exc)
-            t1 = loop.time()
-            if t0 < warm_end:
-                continue
-            counted += 1
-            result.requests += 1
-            last_finish = max(last_finish, t1)
-            if error is None:
-                result.latencies.append(t1 - t0)
-            else:
-                result.errors += 1
-                if len(result.samples) < 3:
-                    result.samples.append(error)
+                return conn.execute(query).fetchall()
+            finally:
+                conn.close()
+        import psycopg
 
-    async def mark() -> None:
-        await asyncio.sleep(args.warmup)
-        cpu["self"], cpu["server"] = self_cpu(), proc_cpu(server.cpu_pids())
+        with psycopg.connect(f"{PG_BASE}/{self.db}", autocommit=True) as conn:
+            return conn.execute(query).fetchall()
 
-    try:
-        await asyncio.gather(mark(), *(client_loop(i) for i in range(args.clients)))
-    finally:
-        await asyncio.gather(*(c.aclose() for c in pool))
-    result.elapsed = last_finish - warm_end
-    result.cpu = self_cpu() - cpu["self"]
-    result.server_cpu = proc_cpu(server.cpu_pids()) - cpu["server"]
-    return result
+    def backlog(self) -> int:
+        """Taskdeck jobs not yet run to the end (READY or RUNNING)."""
+        return self.sql(
+            "SELECT count(*) FROM django_tasks_database_dbtaskresult "
+            "WHERE status IN ('READY', 'RUNNING')"
+        )[0][0]
 
-
-def self_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def proc_cpu(pids: list[int]) -> float:
-    """User + system CPU seconds of these processes (/proc/PID/stat), those gone skipped."""
-    ticks = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        ticks += int(fields[11]) + int(fields[12])  # utime, stime
-    return ticks / os.sysconf("SC_CLK_TCK")
+    def drain(self, timeout: float = 300) -> float:
+        """Wait until Taskdeck's workers have run every queued job; seconds it took."""
+        start = time.monotonic()
+        if not self.taskdeck:
+            return 0.0
+        while (left := self.backlog()) > 0:
+            if time.monotonic() - start > timeout:
+                raise RuntimeError(f"{self.label}: workers left {left} jobs after {timeout} s")
+            self.check_alive()
+            time.sleep(0.2)
+        return time.monotonic() - start
 
 
 def child_pids(log: Path) -> list[int]:
@@ -333,78 +227,113 @@ def child_pids(log: Path) -> list[int]:
     return [int(p) for p in re.findall(r"=(\d+)", found[1])] if found else []
 
 
-# ---------------------------------------------------------------------------- processes
+def clean_env() -> dict[str, str]:
+    """This environment without anything that configures Taskdeck or Django."""
+    drop = ("DJANGO", "TASKDECK", "DATABASE_URL", "REDIS_URL")
+    return {k: v for k, v in os.environ.items() if not k.startswith(drop)}
 
 
-def start_taskdeck(env: dict[str, str], var: Path, servers: list[Server]) -> None:
-    """Migrate the bench database, make an API key, start `manage.py serve` (appended to
-    `servers` before waiting, so that it is stopped whatever happens next)."""
-    import django
+def fresh_db(name: str) -> None:
+    import psycopg
 
-    django.setup()
-    from django.core.management import call_command
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {name}")
 
-    from a2a import api_keys
 
-    call_command("migrate", verbosity=0)
-    _, token = api_keys.create_key("bench-load", ["read", "write", "agent"])
-    ports = [free_port(), free_port()]
-    log = var / "taskdeck-serve.log"
-    cmd = [sys.executable, str(ROOT / "manage.py"), "serve", "--host", "127.0.0.1",
-           "--port", ",".join(map(str, ports)), "--workers", "2"]  # fmt: skip
+def drop_db(name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def start_sdk(key: str, var: Path, running: list[Server]) -> Server:
+    if not INTEROP_PY.exists():
+        raise RuntimeError(f"{INTEROP_PY} is missing: run `make interop-venv`")
+    port = free_port()
+    log = var / f"{key}.log"
+    cmd = [str(INTEROP_PY), "-I", str(ROOT / "bench" / "sdk_server.py"), "--port", str(port)]
+    db = ""
+    if key == "sdk-pg":
+        db = SDK_DB
+        fresh_db(db)
+        cmd += ["--database-url", f"postgresql+asyncpg://postgres@127.0.0.1:5432/{db}"]
+    with open(log, "w") as out:
+        # cwd outside the repository; -I keeps its `a2a/` off the path
+        proc = subprocess.Popen(
+            cmd, cwd=var, env=clean_env(), stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+    server = Server(key=key, ports=[port], path="/", headers={}, proc=proc, log=log, db=db)
+    running.append(server)
+    wait_for_port(port, proc, "bench/sdk_server.py", timeout=60)
+    return server
+
+
+def start_taskdeck(key: str, var: Path, running: list[Server]) -> Server:
+    """Migrate, make an API key, start `manage.py serve` (in `running` before waiting for
+    it, so that it is stopped whatever happens next)."""
+    home = var / key
+    home.mkdir()
+    env = {
+        **clean_env(),
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        "DJANGO_SECRET_KEY": "bench-only",
+        "TASKDECK_VAR_DIR": str(home),
+        "TASKDECK_DEBUG": "0",
+        "TASKDECK_RATE_CREATE": "0",
+    }
+    ports = [free_port()]
+    db = ""
+    if key == "taskdeck-pg":
+        db = TD_DB
+        fresh_db(db)
+        env.update(DATABASE_URL=f"{PG_BASE}/{db}", REDIS_URL=REDIS)
+        ports.append(free_port())
+    manage = [sys.executable, str(ROOT / "manage.py")]
+
+    def command(*args: str) -> str:
+        done = subprocess.run([*manage, *args], cwd=ROOT, env=env, capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(f"manage.py {args[0]} failed:\n{done.stdout}{done.stderr}")
+        return done.stdout
+
+    command("migrate", "--noinput", "-v0")
+    token = command("create_api_key", "bench-load", "--scopes", "read,write").split()[-1]
+    log = var / f"{key}.log"
+    cmd = [*manage, "serve", "--host", "127.0.0.1", "--port", ",".join(map(str, ports)),
+           "--workers", "2"]  # fmt: skip
     with open(log, "w") as out:
         proc = subprocess.Popen(
             cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
     server = Server(
-        name="Taskdeck",
-        bases=[f"http://127.0.0.1:{p}/a2a/" for p in ports],
+        key=key,
+        ports=ports,
+        path="/a2a/",
         headers={"Authorization": f"Bearer {token}"},
-        procs=[proc],
+        proc=proc,
         log=log,
-        pause_supported=True,
+        db=db,
+        sqlite=None if db else home / "taskdeck.sqlite3",
     )
-    servers.append(server)
+    running.append(server)
     for p in ports:
         wait_for_port(p, proc, "manage.py serve", timeout=90)
-
-
-def start_sdk(var: Path, servers: list[Server]) -> None:
-    if not INTEROP_PY.exists():
-        raise RuntimeError(f"{INTEROP_PY} is missing: run `make interop-venv`")
-    port = free_port()
-    log = var / "sdk-server.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO", "TASKDECK"))}
-    cmd = [str(INTEROP_PY), "-I", str(ROOT / "bench" / "sdk_server.py"), "--port", str(port)]
-    with open(log, "w") as out:
-        # cwd outside the repository; -I keeps its `a2a/` off the path
-        proc = subprocess.Popen(
-            cmd, cwd=var, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    server = Server(
-        name="a2a-sdk",
-        bases=[f"http://127.0.0.1:{port}/"],
-        headers={},
-        procs=[proc],
-        log=log,
-        pause_supported=False,
-    )
-    servers.append(server)
-    wait_for_port(port, proc, "bench/sdk_server.py", timeout=60)
+    return server
 
 
 def stop(server: Server) -> None:
     """SIGTERM (serve stops its children itself), then SIGKILL; then any child of
     `manage.py serve` still alive (by the pids it printed), in case serve itself died."""
-    for proc in server.procs:
-        if proc.poll() is None:
-            proc.terminate()
-    for proc in server.procs:
-        try:
-            proc.wait(timeout=45)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    if server.proc.poll() is None:
+        server.proc.terminate()
+    try:
+        server.proc.wait(timeout=45)
+    except subprocess.TimeoutExpired:
+        server.proc.kill()
+        server.proc.wait()
     for pid in child_pids(server.log):
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
@@ -414,177 +343,563 @@ def stop(server: Server) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def backlog() -> int:
-    """Taskdeck jobs not yet run to the end (READY or RUNNING)."""
-    from django_tasks_db.models import DBTaskResult
-
-    return DBTaskResult.objects.filter(status__in=["READY", "RUNNING"]).count()
+# ---------------------------------------------------------------------------- JSON-RPC set-up
 
 
-def drain(timeout: float = 180) -> float:
-    """Wait until Taskdeck's workers have run every queued job; seconds it took."""
-    start = time.monotonic()
-    while backlog():
-        if time.monotonic() - start > timeout:
-            raise RuntimeError(f"Taskdeck's workers left {backlog()} jobs after {timeout:.0f} s")
-        time.sleep(0.2)
-    return time.monotonic() - start
+def send_params(message_id: str, *, immediately: bool = False) -> dict:
+    params = {
+        "message": {"role": "ROLE_USER", "messageId": message_id, "parts": [{"text": "bench"}]},
+        "metadata": {"skill": "tck"},
+    }
+    if immediately:
+        params["configuration"] = {"returnImmediately": True}
+    return params
+
+
+def rpc_body(method: str, params: dict) -> dict:
+    return {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+
+
+async def rpc(client, method: str, params: dict) -> dict:
+    try:
+        response = await client.post("", json=rpc_body(method, params))
+    except Exception as exc:  # transport: refused, reset, timeout
+        raise Failure(f"{method}: {type(exc).__name__}: {exc}") from None
+    if response.status_code != 200:
+        raise Failure(f"{method}: HTTP {response.status_code}: {response.text[:300]}")
+    answer = response.json()
+    if "error" in answer:
+        raise Failure(f"{method}: {json.dumps(answer['error'])[:300]}")
+    return answer["result"]
+
+
+def client(server: Server, port: int | None = None):
+    import httpx
+
+    return httpx.AsyncClient(
+        base_url=f"http://127.0.0.1:{port or server.ports[0]}{server.path}",
+        headers={**server.headers, "A2A-Version": "1.0"},
+        timeout=60,
+    )
+
+
+async def gather_limited(n: int, make, limit: int = 8) -> list:
+    gate = asyncio.Semaphore(limit)
+
+    async def one(i: int):
+        async with gate:
+            return await make(i)
+
+    return await asyncio.gather(*(one(i) for i in range(n)))
+
+
+async def setup(server: Server, connections: int) -> None:
+    """DONE_POOL completed tasks (GetTask), then 2 x connections more: working ones for
+    pause-resume on Taskdeck, completed ones on the SDK (so ListTasks pages through the
+    same number of tasks on both)."""
+    async with client(server) as c:
+
+        async def done(i: int) -> str:
+            r = await rpc(c, "SendMessage", send_params(f"tck-complete-task-setup-{uuid.uuid4()}"))
+            if r.get("task", {}).get("status", {}).get("state") != "TASK_STATE_COMPLETED":
+                raise Failure(f"{server.label}: SendMessage answered {json.dumps(r)[:300]}")
+            return r["task"]["id"]
+
+        async def working(i: int) -> str:
+            r = await rpc(c, "SendMessage", send_params(f"bench-idle-{uuid.uuid4()}"))
+            if r.get("task", {}).get("status", {}).get("state") != "TASK_STATE_WORKING":
+                raise Failure(f"{server.label}: SendMessage answered {json.dumps(r)[:300]}")
+            return r["task"]["id"]
+
+        server.done_tasks = await gather_limited(DONE_POOL, done)
+        extra = 2 * connections
+        if server.taskdeck:
+            server.working_tasks = await gather_limited(extra, working)
+        else:
+            await gather_limited(extra, done)
+
+
+async def unpause(server: Server) -> None:
+    """Resume any pool task a pause-resume run left paused (wrk stops with calls in
+    flight), so that the next run starts with them all working."""
+    async with client(server) as c:
+
+        async def one(i: int) -> None:
+            task_id = server.working_tasks[i]
+            task = await rpc(c, "GetTask", {"id": task_id})
+            if task["status"]["state"] != "TASK_STATE_WORKING":
+                await rpc(c, "ResumeTask", {"taskId": task_id})
+
+        await gather_limited(len(server.working_tasks), one)
+
+
+async def probe_pause(server: Server) -> str:
+    """What a server without pause answers to PauseTask."""
+    async with client(server) as c:
+        try:
+            await rpc(c, "PauseTask", {"taskId": server.done_tasks[0]})
+        except Failure as exc:
+            return str(exc)
+    return "PauseTask answered without an error"
+
+
+# ---------------------------------------------------------------------------- wrk
+
+
+@dataclass
+class Run:
+    ok: int = 0
+    bad: int = 0
+    requests: int = 0
+    seconds: float = 0.0
+    p50: float = 0.0  # ms
+    p99: float = 0.0
+    socket_errors: int = 0
+    non_2xx: int = 0
+    wrk_rps: float = 0.0  # wrk's own Requests/sec (all answers)
+    sample: str = ""
+    wrk_cpu: float = 0.0  # seconds
+    server_cpu: float = 0.0
+    redis_cpu: float = 0.0
+    machine_cpu: float = 0.0  # all cores, busy seconds
+    window: float = 0.0  # seconds the CPU was measured over
+    drain: float = 0.0
+
+    @property
+    def errors(self) -> int:
+        return self.bad + self.socket_errors
+
+    @property
+    def rate(self) -> float:
+        return self.ok / self.seconds if self.seconds else 0.0
+
+
+def lua_value(value) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"[{lua_value(k)}] = {lua_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "{" + ", ".join(lua_value(v) for v in value) + "}"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return json.dumps(str(value))  # a JSON string is a valid Lua string literal here
+
+
+def split_body(body: dict, marker: str = "@@X@@") -> list[str]:
+    before, after = json.dumps(body, separators=(",", ":")).split(marker)
+    return [before, after]
+
+
+def write_script(server: Server, op: str, threads: int, connections: int, var: Path) -> Path:
+    params: dict = {
+        "host": "127.0.0.1",
+        "ports": server.ports,
+        "path": server.path,
+        "headers": {**server.headers, "A2A-Version": "1.0"},
+        "nonce": uuid.uuid4().hex[:12],
+    }
+    if op == "pause-resume":
+        per = len(server.working_tasks) // threads
+        params["pools"] = [server.working_tasks[i * per : (i + 1) * per] for i in range(threads)]
+        body_file = "pause_resume.lua"
+    else:
+        params["want"] = WANT[op]
+        body_file = "call.lua"
+        if op == "get":
+            params["ids"] = server.done_tasks
+            params["body"] = split_body(rpc_body("GetTask", {"id": "@@X@@"}))
+        elif op == "list":
+            params["body"] = [json.dumps(rpc_body("ListTasks", {"pageSize": 50})), ""]
+        else:
+            params["id_prefix"] = "tck-complete-task-"
+            method = "SendStreamingMessage" if op == "stream" else "SendMessage"
+            sent = send_params("@@X@@", immediately=op == "send")
+            params["body"] = split_body(rpc_body(method, sent))
+    script = var / f"{server.key}-{op}-{params['nonce']}.lua"
+    script.write_text(
+        f"params = {lua_value(params)}\n"
+        f"dofile({lua_value(str(WRK_DIR / 'common.lua'))})\n"
+        f"dofile({lua_value(str(WRK_DIR / body_file))})\n"
+    )
+    return script
+
+
+def wrk_command(server: Server, script: Path, connections: int, seconds: int) -> list[str]:
+    threads = len(server.ports)
+    return ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency",
+            "--timeout", "30s", "-s", str(script), server.base]  # fmt: skip
+
+
+def to_ms(number: str, unit: str) -> float:
+    return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}[unit]
+
+
+def parse_wrk(text: str) -> Run:
+    """wrk's report (Requests/sec, latency distribution, non-2xx, socket errors) and the
+    line bench/wrk/common.lua's done() adds (ok and bad answers, run time)."""
+    found = re.search(r"^BENCH ok=(\d+) bad=(\d+) requests=(\d+) duration_us=(\d+)", text, re.M)
+    if not found:
+        raise RuntimeError(f"wrk printed no BENCH line:\n{text}")
+    run = Run(ok=int(found[1]), bad=int(found[2]), requests=int(found[3]))
+    run.seconds = int(found[4]) / 1e6
+    for pct, attr in (("50", "p50"), ("99", "p99")):
+        if m := re.search(rf"^\s+{pct}%\s+([\d.]+)(us|ms|s|m)\s*$", text, re.M):
+            setattr(run, attr, to_ms(m[1], m[2]))
+    if m := re.search(
+        r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text
+    ):
+        run.socket_errors = sum(int(g) for g in m.groups())
+    if m := re.search(r"Non-2xx or 3xx responses: (\d+)", text):
+        run.non_2xx = int(m[1])
+    if m := re.search(r"^Requests/sec:\s+([\d.]+)", text, re.M):
+        run.wrk_rps = float(m[1])
+    if m := re.search(r"^BENCH-SAMPLE (.*)$", text, re.M):
+        run.sample = m[1].strip()
+    return run
+
+
+def run_wrk(cmd: list[str], log: Path) -> tuple[Run, float]:
+    """Run wrk; its parsed report and the CPU seconds it used (its own rusage)."""
+    with open(log, "a") as out:
+        out.write("$ " + shlex.join(cmd) + "\n")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    text = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    with open(log, "a") as out:
+        out.write(text + "\n")
+    if proc.returncode:
+        raise RuntimeError(f"wrk exited with {proc.returncode}:\n{text}")
+    return parse_wrk(text), usage.ru_utime + usage.ru_stime
+
+
+# ---------------------------------------------------------------------------- CPU from /proc
+
+
+def proc_table() -> dict[int, tuple[int, int, str]]:
+    """pid -> (ppid, CPU ticks incl. reaped children, comm) for every process."""
+    table = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            text = Path(f"/proc/{entry.name}/stat").read_text()
+        except OSError:
+            continue
+        comm = text[text.index("(") + 1 : text.rindex(")")]
+        fields = text.rsplit(")", 1)[1].split()
+        ticks = sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
+        table[int(entry.name)] = (int(fields[1]), ticks, comm)
+    return table
+
+
+def pg_backends(db: str) -> set[int]:
+    """PostgreSQL backends connected to `db` ("postgres: USER DB HOST(PORT) STATE")."""
+    found = set()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            words = Path(f"/proc/{entry.name}/cmdline").read_bytes().split()
+        except OSError:
+            continue
+        if len(words) >= 3 and words[0] == b"postgres:" and words[2] == db.encode():
+            found.add(int(entry.name))
+    return found
+
+
+def machine_busy() -> int:
+    """Busy ticks of all cores (/proc/stat: all but idle and iowait)."""
+    fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return sum(fields) - fields[3] - fields[4]
+
+
+@dataclass
+class CpuMark:
+    at: float
+    server: dict[int, int]
+    redis: dict[int, int]
+    machine: int
+
+
+def cpu_mark(server: Server) -> CpuMark:
+    table = proc_table()
+    tree, todo = set(), [server.proc.pid]
+    while todo:  # the server's process and all its descendants
+        pid = todo.pop()
+        tree.add(pid)
+        todo += [p for p, (ppid, _, _) in table.items() if ppid == pid and p not in tree]
+    if server.db:
+        tree |= pg_backends(server.db)
+    return CpuMark(
+        at=time.monotonic(),
+        server={p: table[p][1] for p in tree if p in table},
+        redis={p: t for p, (_, t, comm) in table.items() if comm == "redis-server"},
+        machine=machine_busy(),
+    )
+
+
+def cpu_between(a: dict[int, int], b: dict[int, int]) -> float:
+    return sum(t - a.get(p, 0) for p, t in b.items()) / CLK
+
+
+def idle_cpu(server: Server, seconds: float = 3) -> float:
+    """% of one core the server uses doing nothing (Taskdeck's workers and scheduler poll)."""
+    time.sleep(1)
+    before = cpu_mark(server)
+    time.sleep(seconds)
+    after = cpu_mark(server)
+    return cpu_between(before.server, after.server) / (after.at - before.at) * 100
+
+
+# ---------------------------------------------------------------------------- measuring
+
+
+def measure(server: Server, op: str, args, var: Path) -> Run:
+    threads = len(server.ports)
+    wrk_log = var / "wrk.log"
+    if op == "pause-resume":
+        server.drain()
+        asyncio.run(unpause(server))
+    if args.warmup:
+        script = write_script(server, op, threads, args.connections, var)
+        warm, _ = run_wrk(wrk_command(server, script, args.connections, args.warmup), wrk_log)
+        server.check_alive()
+        if warm.ok == 0:
+            raise ServerDied(f"{server.label}: no {op} call ok in the warm-up: {warm.sample}")
+        if op == "pause-resume":
+            server.drain()
+            asyncio.run(unpause(server))
+    server.drain()
+    script = write_script(server, op, threads, args.connections, var)
+    before = cpu_mark(server)
+    run, run.wrk_cpu = run_wrk(wrk_command(server, script, args.connections, args.seconds), wrk_log)
+    run.drain = server.drain()
+    after = cpu_mark(server)
+    server.check_alive()
+    run.window = after.at - before.at
+    run.server_cpu = cpu_between(before.server, after.server)
+    run.redis_cpu = cpu_between(before.redis, after.redis)
+    run.machine_cpu = (after.machine - before.machine) / CLK
+    return run
 
 
 def taskdeck_health(server: Server) -> list[str]:
-    from django.db.models import Count
-    from django_tasks_db.models import DBTaskResult
-
-    from a2a.models import Task
-
-    states = dict(Task.objects.values_list("state").annotate(n=Count("id")).order_by())
-    failed_jobs = DBTaskResult.objects.filter(status="FAILED").count()
-    text = server.log.read_text(errors="replace")
-    tracebacks = text.count("Traceback")
-    http_5xx = len(re.findall(r'" 5\d\d ', text))
-    runs = sorted(
-        (done - started).total_seconds()
-        for started, done in DBTaskResult.objects.filter(status="SUCCESSFUL").values_list(
-            "started_at", "finished_at"
+    states = server.sql("SELECT state, count(*) FROM a2a_task GROUP BY state ORDER BY state")
+    jobs = dict(
+        server.sql(
+            "SELECT status, count(*) FROM django_tasks_database_dbtaskresult GROUP BY status"
         )
     )
-    lines = [
-        "Taskdeck tasks by state: " + ", ".join(f"{k} {v}" for k, v in sorted(states.items())),
-        f"Taskdeck agent runs (jobs) done: {len(runs)}, each holding a worker for "
-        + (
-            f"p50 {quantile(runs, 0.5) * 1000:.0f} ms, p99 {quantile(runs, 0.99) * 1000:.0f} ms"
-            if runs
-            else "-"
-        ),
-        f"Taskdeck failed jobs: {failed_jobs}; in its log: {tracebacks} tracebacks, "
-        f"{http_5xx} HTTP 5xx answers",
-    ]
-    if tracebacks:
-        lines.append(f"  (see {server.log})")
-    return lines
+    text = server.log.read_text(errors="replace")
+    tracebacks, http_5xx = text.count("Traceback"), len(re.findall(r'" 5\d\d ', text))
+    return [
+        f"{server.label}: tasks by state: " + ", ".join(f"{s} {n}" for s, n in states)
+        + "; jobs: " + ", ".join(f"{s} {n}" for s, n in sorted(jobs.items()))
+        + f"; its log: {tracebacks} tracebacks, {http_5xx} HTTP 5xx answers"
+    ]  # fmt: skip
 
 
 # ---------------------------------------------------------------------------- report
 
+TIMES = "\u00d7"  # the multiplication sign
+COLUMNS = (
+    ("operation", 29, "<"),
+    ("server", 18, "<"),
+    ("req/s", 8, ">"),
+    ("p50 ms", 8, ">"),
+    ("p99 ms", 8, ">"),
+    ("errors", 6, ">"),
+    (TIMES + "SDK-mem", 8, ">"),
+    (TIMES + "SDK-PG", 7, ">"),
+    ("CPU ms/call", 11, ">"),
+    ("server %", 8, ">"),
+    ("wrk %", 5, ">"),
+    ("other %", 7, ">"),
+)
 
-def row(op: str, name: str, r: Result | None, note: str = "", ratio: str = "") -> str:
-    label = LABELS[op]
-    if r is None:
-        return f"{label:<31} {name:<9} {note}"
-    lat = sorted(r.latencies)
-    p50 = f"{quantile(lat, 0.5) * 1000:8.1f}" if lat else f"{'-':>8}"
-    p99 = f"{quantile(lat, 0.99) * 1000:8.1f}" if lat else f"{'-':>8}"
-    return (
-        f"{label:<31} {name:<9} {r.requests:>8} {r.errors:>6} {r.rate:>8.1f} {p50} {p99}"
-        f" {ratio:>13}{note}"
+
+def line(values: list[str]) -> str:
+    return " ".join(
+        f"{v:{align}{width}}" for v, (_, width, align) in zip(values, COLUMNS, strict=True)
     )
 
 
-def cpu_row(op: str, name: str, r: Result) -> str:
-    busy = r.server_cpu / r.elapsed * 100 if r.elapsed else 0
-    per_call = r.server_cpu / len(r.latencies) * 1000 if r.latencies else 0
-    gen = r.cpu / r.elapsed * 100 if r.elapsed else 0
-    return f"{LABELS[op]:<31} {name:<9} {busy:>8.0f} {per_call:>8.2f} {gen:>9.0f}"
+def table_row(op: str, key: str, run: Run | None, results: dict, first: bool) -> str:
+    label = LABELS[op] if first else ""
+    if run is None:
+        return line([label, SERVER_LABELS[key], *["n/a"] * 6, *["-"] * 4])
+    pairs = 2 if op == "pause-resume" else 1
+
+    def ratio(base: str) -> str:
+        other = results.get((op, base))
+        if other is None or not other.rate or not run.rate:
+            return "n/a"
+        return f"{run.rate / other.rate:.2f}"
+
+    window = run.window or 1
+    other = max(run.machine_cpu - run.server_cpu - run.wrk_cpu, 0)
+    return line(
+        [
+            label,
+            SERVER_LABELS[key],
+            f"{run.rate / pairs:.1f}",
+            f"{run.p50:.1f}",
+            f"{run.p99:.1f}",
+            str(run.errors),
+            ratio("sdk-mem"),
+            ratio("sdk-pg"),
+            f"{run.server_cpu / run.ok * 1000:.2f}" if run.ok else "-",
+            f"{run.server_cpu / window * 100:.0f}",
+            f"{run.wrk_cpu / window * 100:.0f}",
+            f"{other / window * 100:.0f}",
+        ]
+    )
+
+
+def machine_facts() -> list[str]:
+    model = next(
+        (ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+         if ln.startswith("model name")), platform.processor() or "?")  # fmt: skip
+    mem = int(Path("/proc/meminfo").read_text().split()[1]) // 1024
+    wrk = subprocess.run(["wrk", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
+    load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    return [
+        f"machine: {os.cpu_count()} cores ({len(os.sched_getaffinity(0))} usable), {model}, "
+        f"{mem} MiB; {platform.system()} {platform.release()}; Python {platform.python_version()}",
+        f"load generator: {wrk.strip()}",
+        f"load average before the runs: {load}",
+    ]
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0].replace("\n", " "),
+        epilog="Operations: " + ", ".join(OPS) + ". Servers: " + ", ".join(SERVERS)
+        + " (or sdk, taskdeck). See the top of bench/load.py.",
+    )  # fmt: skip
+    parser.add_argument("--connections", type=int, default=16, help="wrk connections (16)")
+    parser.add_argument("--seconds", type=int, default=10, help="measured seconds per op (10)")
+    parser.add_argument("--warmup", type=int, default=2, help="uncounted seconds first (2)")
+    parser.add_argument("--ops", default=",".join(OPS), help="comma-separated, from: %(default)s")
+    parser.add_argument("--servers", default=",".join(SERVERS), help="%(default)s")
+    parser.add_argument(
+        "--keep-db", action="store_true", help="leave the bench databases (and SQLite file)"
+    )
+    args = parser.parse_args()
+    args.op_list = [o.strip() for o in args.ops.split(",") if o.strip()]
+    wanted = set()
+    bad = [o for o in args.op_list if o not in OPS]
+    for name in (s.strip() for s in args.servers.split(",") if s.strip()):
+        if name in ALIASES:
+            wanted.update(ALIASES[name])
+        elif name in SERVERS:
+            wanted.add(name)
+        else:
+            bad.append(name)
+    if bad:
+        parser.error(f"unknown: {', '.join(bad)}")
+    args.server_list = [s for s in SERVERS if s in wanted]
+    if args.connections < 2 or args.seconds < 1 or args.warmup < 0:
+        parser.error("--connections must be at least 2, --seconds at least 1")
+    if not shutil.which("wrk"):
+        parser.error("wrk is not installed: apt-get install wrk (or `make bench-load`)")
+    return args
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0] + " " + __doc__.splitlines()[1],
-        epilog="Operations: " + ", ".join(OPS) + ". See the top of bench/load.py.",
-    )
-    parser.add_argument("--clients", type=int, default=16, help="concurrent clients (16)")
-    parser.add_argument("--seconds", type=float, default=10, help="measured seconds per op (10)")
-    parser.add_argument(
-        "--requests", type=int, default=0, help="measure N requests per client instead"
-    )
-    parser.add_argument("--warmup", type=float, default=2, help="uncounted seconds first (2)")
-    parser.add_argument("--ops", default=",".join(OPS), help="comma-separated, from: %(default)s")
-    parser.add_argument("--servers", default="taskdeck,sdk", help="%(default)s, or one of them")
-    parser.add_argument("--keep-db", action="store_true", help="leave taskdeck_bench in place")
-    args = parser.parse_args()
-    ops = [o.strip() for o in args.ops.split(",") if o.strip()]
-    names = [s.strip() for s in args.servers.split(",") if s.strip()]
-    if bad := [o for o in ops if o not in OPS] + [s for s in names if s not in ("taskdeck", "sdk")]:
-        parser.error(f"unknown: {', '.join(bad)}")
-    if args.clients < 1:
-        parser.error("--clients must be at least 1")
+    args = parse_args()
 
     def on_term(signum, frame):
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_term)
     var = Path(tempfile.mkdtemp(prefix="taskdeck-bench-load-"))
-    servers: list[Server] = []
-    made_db = False
+    running: list[Server] = []
+    made_dbs: set[str] = set()
+    results: dict = {}
+    notes: list[str] = []
+    idle: list[str] = []  # CPU of each server doing nothing (pollers), % of one core
+    redis: list[str] = []  # Redis CPU per ok call, taskdeck-pg
     status = 0
+    print("$ " + shlex.join(sys.orig_argv))
+    for fact in machine_facts():
+        print(fact)
+    print(
+        f"wrk -c{args.connections} -d{args.seconds}s --latency --timeout 30s per operation and "
+        f"server, after {args.warmup} s of the same load; -t1, or -t2 (one thread per port) "
+        f"for Taskdeck PG+Redis; A2A 1.0 (A2A-Version: 1.0); logs and scripts in {var}",
+        flush=True,
+    )
     try:
-        if "taskdeck" in names:
-            made_db = True
-            env = {**configure(scale_out=True), "TASKDECK_DEBUG": "0"}
-            start_taskdeck(env, var, servers)
-        if "sdk" in names:
-            start_sdk(var, servers)
-        for server in servers:
-            asyncio.run(setup(server, args.clients, ops))
-        taskdeck = next((s for s in servers if s.name == "Taskdeck"), None)
-        mode = f"{args.requests} requests per client" if args.requests else f"{args.seconds:g} s"
-        print(
-            f"A2A JSON-RPC load: {args.clients} clients, {mode} per operation after "
-            f"{args.warmup:g} s warm-up; A2A 1.0 methods (A2A-Version: 1.0)"
-        )
-        if taskdeck:
-            print("Taskdeck: manage.py serve, 2 Daphne (clients alternate ports), 2 db_workers, "
-                  "scheduler; PostgreSQL taskdeck_bench + Redis; DEBUG off")  # fmt: skip
-        if any(s.name == "a2a-sdk" for s in servers):
-            print("a2a-sdk:  1.3.0 DefaultRequestHandler + InMemoryTaskStore, one uvicorn "
-                  "process (bench/sdk_server.py)")  # fmt: skip
-        idle = {s.name: proc_cpu(s.cpu_pids()) for s in servers}
-        time.sleep(3)
-        idle = {s.name: (proc_cpu(s.cpu_pids()) - idle[s.name]) / 3 * 100 for s in servers}
-        print("idle CPU before the runs (pollers): " + ", ".join(
-            f"{name} {pct:.0f}% of one core" for name, pct in idle.items()))  # fmt: skip
-        head = f"{'operation':<31} {'server':<9} {'requests':>8} {'errors':>6} {'req/s':>8}"
-        print(f"{head} {'p50 ms':>8} {'p99 ms':>8} {'Taskdeck/SDK':>13}")
-        cpu_rows: list[str] = []
-        for op in ops:
-            rates: dict[str, float] = {}
-            for server in servers:
+        for key in args.server_list:
+            if key.startswith("sdk"):
+                server = start_sdk(key, var, running)
+            else:
+                server = start_taskdeck(key, var, running)
+            if server.db:
+                made_dbs.add(server.db)
+            asyncio.run(setup(server, args.connections))
+            server.drain()
+            idle.append(f"{server.label} {idle_cpu(server):.0f}%")
+            for op in args.op_list:
                 server.check_alive()
-                if op == "pause-resume" and not server.pause_supported:
+                if op == "pause-resume" and not server.taskdeck:
                     answer = asyncio.run(probe_pause(server))
-                    print(row(op, server.name, None, f"not supported ({answer})"))
+                    results[(op, key)] = None
+                    notes.append(f"{server.label} has no pause: {answer}")
+                    print(f"  {server.label:<18} {op:<13} n/a", flush=True)
                     continue
-                r = asyncio.run(measure(server, op, args))
-                server.check_alive()
-                rates[server.name] = r.rate
-                ratio = ""
-                if server.name == "a2a-sdk" and rates.get("Taskdeck") and r.rate:
-                    ratio = f"{rates['Taskdeck'] / r.rate:.2f}"
-                print(row(op, server.name, r, ratio=ratio), flush=True)
-                for sample in r.samples:
-                    print(f"    error sample: {sample}")
-                cpu_rows.append(cpu_row(op, server.name, r))
-                if r.requests and r.errors == r.requests:
-                    raise ServerDied(f"{server.name} answered every {op} call with an error")
-                if server is taskdeck:
-                    left = backlog()
-                    took = drain()
-                    if op == "send":
-                        print(
-                            f"    Taskdeck's workers had {left} runs still queued when the "
-                            f"measurement ended; they finished them {took:.1f} s later"
-                        )
-        if taskdeck:
-            for line in taskdeck_health(taskdeck):
-                print(line)
+                run = measure(server, op, args, var)
+                results[(op, key)] = run
+                print(
+                    f"  {server.label:<18} {op:<13} {run.rate:8.1f} calls/s ok, {run.errors} "
+                    f"errors; wrk: {run.wrk_rps:.1f} req/s, p50 {run.p50:.1f} ms, "
+                    f"p99 {run.p99:.1f} ms; server CPU {run.server_cpu:.1f} s",
+                    flush=True,
+                )
+                if run.sample:
+                    notes.append(f"{server.label}, {op}: first bad answer: {run.sample[:300]}")
+                if op == "send" and server.taskdeck:
+                    notes.append(
+                        f"{server.label}, {op}: its workers finished the runs still queued "
+                        f"when wrk stopped {run.drain:.1f} s later (counted in its CPU)"
+                    )
+                if key == "taskdeck-pg" and run.ok:
+                    redis.append(f"{op} {run.redis_cpu / run.ok * 1000:.2f}")
+                if run.ok == 0:
+                    raise ServerDied(f"{server.label} answered no {op} call correctly")
+            if server.taskdeck:
+                notes += taskdeck_health(server)
+            running.remove(server)
+            stop(server)
+            if server.proc.returncode not in (0, -signal.SIGTERM):
+                raise ServerDied(f"{server.label} exited with {server.proc.returncode}")
+            if server.sqlite is not None and not args.keep_db:
+                shutil.rmtree(server.sqlite.parent, ignore_errors=True)
+        print()
+        print(line([name for name, _, _ in COLUMNS]))
+        for op in args.op_list:
+            for i, key in enumerate(args.server_list):
+                print(table_row(op, key, results.get((op, key)), results, first=i == 0))
         print(
-            "\nCPU over each measurement: the server's processes (Taskdeck: serve, 2 Daphne, "
-            "2 workers, scheduler\nand its PostgreSQL backends; Redis not counted) and the "
-            "load generator, in % of one core"
+            "\nreq/s: ok calls per second (PauseTask+ResumeTask: pairs per second); p50/p99: "
+            f"per call;\n{TIMES}SDK-mem, {TIMES}SDK-PG: req/s over that SDK configuration's; "
+            "errors: bad answers (HTTP status,\nJSON-RPC error, unexpected result) + socket "
+            "errors; CPU ms/call: the server's processes and\ntheir PostgreSQL backends per ok "
+            "call; server %, wrk %, other % (the rest of the machine):\nof one core, over the "
+            "run (Taskdeck: and until its job queue was empty)"
         )
-        print(f"{'operation':<31} {'server':<9} {'server %':>8} {'ms/call':>8} {'loadgen %':>9}")
-        print("\n".join(cpu_rows))
-    except (ServerDied, Failure) as exc:  # Failure: a setup call went wrong
+        print("- idle servers' CPU (3 s before the runs), % of one core: " + ", ".join(idle))
+        if redis:
+            print(
+                "- Redis CPU per ok call of Taskdeck PG+Redis, ms (in other %, not in CPU "
+                "ms/call): " + ", ".join(redis)
+            )
+        for note in notes:
+            print("- " + note)
+    except (ServerDied, Failure) as exc:
         print(f"server failed: {exc}", file=sys.stderr)
         status = 1
     except RuntimeError as exc:
@@ -596,18 +911,19 @@ def main() -> int:
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl+C must not skip cleanup
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        for server in servers:
+        for server in running:
             stop(server)
-            code = server.procs[0].returncode
+            code = server.proc.returncode
             if code not in (0, -signal.SIGTERM):
-                print(f"{server.name} exited with {code}; log: {server.log}", file=sys.stderr)
+                print(f"{server.label} exited with {code}; log: {server.log}", file=sys.stderr)
                 status = status or 1
-        if made_db and not args.keep_db:
-            try:
-                drop_bench_db()
-            except Exception as exc:  # e.g. PostgreSQL was never reachable
-                print(f"could not drop taskdeck_bench: {exc}", file=sys.stderr)
-                status = status or 1
+        if not args.keep_db:
+            for db in made_dbs:
+                try:
+                    drop_db(db)
+                except Exception as exc:  # e.g. PostgreSQL was never reachable
+                    print(f"could not drop {db}: {exc}", file=sys.stderr)
+                    status = status or 1
     return status
 
 

@@ -3,19 +3,26 @@
 Run ONLY with the interop interpreter, in isolated mode so the repository's `a2a/` (our
 Django app) cannot shadow the SDK's package of the same name:
 
-    .venv-interop/bin/python -I bench/sdk_server.py --port 8010
+    .venv-interop/bin/python -I bench/sdk_server.py --port 8010 [--database-url URL]
 
-(`make interop-venv` installs a2a-sdk[http-server] and uvicorn there.) What it serves:
-the SDK's JSON-RPC app (A2A 1.0 methods; `A2A-Version: 1.0`) at `/`, its agent card at
-/.well-known/agent-card.json, the SDK's DefaultRequestHandler with its in-memory task
+(`make interop-venv` installs a2a-sdk[http-server,postgresql] and uvicorn there.) What it
+serves: the SDK's JSON-RPC app (A2A 1.0 methods; `A2A-Version: 1.0`) at `/`, its agent card
+at /.well-known/agent-card.json, the SDK's DefaultRequestHandler with its in-memory task
 store, and an AgentExecutor that completes every task at once with a text reply: the task
 (submitted), then `completed` with the agent's message. One uvicorn process, its default
 (pure-Python h11) HTTP protocol, access log off.
+
+With --database-url (e.g. postgresql+asyncpg://postgres@127.0.0.1:5432/taskdeck_bench_sdk)
+the task store is the SDK's DatabaseTaskStore instead: SQLAlchemy's async engine on asyncpg
+with its default pool (5 connections + 10 overflow), the `tasks` table created at start-up
+(the database itself must exist). Every task event is then a write to PostgreSQL, as
+Taskdeck's are: the persisting peer of bench/load.py.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 
 import uvicorn
@@ -45,7 +52,18 @@ class ReplyAtOnce(AgentExecutor):
             await TaskUpdater(event_queue, task.id, task.context_id).cancel()
 
 
-def app(port: int) -> Starlette:
+def task_store(database_url: str):
+    """The in-memory store, or with a URL the SDK's DatabaseTaskStore and its engine."""
+    if not database_url:
+        return InMemoryTaskStore(), None
+    from a2a.server.tasks import DatabaseTaskStore
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    engine = create_async_engine(database_url)
+    return DatabaseTaskStore(engine), engine
+
+
+def app(port: int, database_url: str = "") -> Starlette:
     card = AgentCard(
         name="sdk-bench",
         description="a2a-sdk 1.3.0 baseline for bench/load.py",
@@ -62,21 +80,32 @@ def app(port: int) -> Starlette:
         default_output_modes=["text/plain"],
         skills=[AgentSkill(id="reply", name="Reply", description="Replies at once", tags=["x"])],
     )
-    handler = DefaultRequestHandler(
-        agent_executor=ReplyAtOnce(), task_store=InMemoryTaskStore(), agent_card=card
-    )
+    store, engine = task_store(database_url)
+    handler = DefaultRequestHandler(agent_executor=ReplyAtOnce(), task_store=store, agent_card=card)
     routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")]
-    return Starlette(routes=routes)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app):
+        if engine is not None:  # the table before the first request, on uvicorn's loop
+            await store.initialize()
+        yield
+        if engine is not None:
+            await engine.dispose()
+
+    return Starlette(routes=routes, lifespan=lifespan)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8010)
+    parser.add_argument(
+        "--database-url", default="", help="SQLAlchemy async URL: DatabaseTaskStore there"
+    )
     args = parser.parse_args()
     logging.getLogger("a2a").setLevel(logging.ERROR)  # no line per refused tasks/pause
-    uvicorn.run(app(args.port), host=args.host, port=args.port, log_level="warning",
-                access_log=False)  # fmt: skip
+    uvicorn.run(app(args.port, args.database_url), host=args.host, port=args.port,
+                log_level="warning", access_log=False)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -51,15 +51,6 @@ ACTOR = services.Actor("operator", "bench")
 MANAGE = str(_harness.ROOT / "manage.py")
 
 
-def wait_for(predicate, timeout=120.0):
-    deadline = time.monotonic() + timeout
-    while not (value := predicate()):
-        if time.monotonic() > deadline:
-            raise TimeoutError("bench gave up waiting")
-        time.sleep(0.01)
-    return value
-
-
 def spawn(*args: str) -> subprocess.Popen:
     env = {**os.environ, **ENV}
     return subprocess.Popen(
@@ -77,7 +68,7 @@ def trial(workers: dict[int, subprocess.Popen], command: str) -> tuple[float, fl
         message_id=f"bench-{time.monotonic_ns()}", parts=[{"kind": "text", "text": "bench"}]
     )
     task_id = services.create_task(msg, actor=ACTOR, skill="batch", metadata={"items": 2000}).id
-    wait_for(lambda: StepRecord.objects.filter(task_id=task_id).count() >= 3)
+    _harness.wait_for(lambda: StepRecord.objects.filter(task_id=task_id).count() >= 3)
     owner = RunLease.objects.get(task_id=task_id).owner
     pid = int(owner.rsplit(":", 1)[1])
     killed_at = timezone.now()
@@ -85,7 +76,7 @@ def trial(workers: dict[int, subprocess.Popen], command: str) -> tuple[float, fl
     workers.pop(pid).wait()
     fresh = worker(command)
     workers[fresh.pid] = fresh
-    step = wait_for(
+    step = _harness.wait_for(
         lambda: (
             StepRecord.objects.filter(task_id=task_id, completed_at__gt=killed_at)
             .exclude(worker=owner)
@@ -96,7 +87,7 @@ def trial(workers: dict[int, subprocess.Popen], command: str) -> tuple[float, fl
     moved = (step.completed_at - killed_at).total_seconds()
     marked = None
     try:
-        row = wait_for(
+        row = _harness.wait_for(
             lambda: next(
                 (
                     r
