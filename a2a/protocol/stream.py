@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from django.db import transaction
+
 from a2a import access
 from a2a.errors import TaskNotFound
 from a2a.event_kinds import STATUS_KINDS, EventKind, is_agent_text
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
 # A stream ends after the event that moves a task to one of these states: the task is
 # over, or its turn is (the client answers with a new request, as A2A clients expect).
 FINAL_STATES = TERMINAL | {State.INPUT_REQUIRED, State.AUTH_REQUIRED}
+# how often a stream's first snapshot is read again when the task changed meanwhile (plan)
+CONSISTENT_READ_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -63,7 +67,19 @@ def plan(
         if not access.visible(Task.objects.filter(pk=task_id), visible_to).exists():
             raise TaskNotFound(task_id)
         return StreamPlan(task_id, last_event_id, None, until_terminal, visible_to)
-    view = get_task(task_id, visible_to=visible_to)
+    for _ in range(CONSISTENT_READ_ATTEMPTS):
+        # The task, its messages and its artifacts are read by three statements, each of
+        # which sees what was committed when it ran: a change committed between them (an
+        # artifact appended) would be in the snapshot *and* after the cursor, so sent
+        # twice. Every change bumps the version, so an unchanged version after the reads
+        # proves they saw one state; otherwise read again.
+        view = get_task(task_id, visible_to=visible_to)
+        if Task.objects.filter(pk=task_id, version=view.task.version).exists():
+            break
+    else:
+        with transaction.atomic():  # a task changing faster than it can be read: hold it
+            Task.objects.select_for_update().filter(pk=task_id).exists()
+            view = get_task(task_id, visible_to=visible_to)
     cursor = (
         TaskEvent.objects.filter(task_id=task_id, task_version__lte=view.task.version)
         .order_by("-id")

@@ -108,3 +108,33 @@ def test_fifty_concurrent_http_resumes_one_wins(rpc, make_task):
     assert codes["ok"] == 1, codes
     assert codes[-32013] + codes[-32012] == N - 1, codes
     assert TaskEvent.objects.filter(task=task, kind="resumed").count() == 1
+
+
+def test_a_stream_that_starts_while_an_artifact_grows_sends_each_part_once(make_task):
+    """A subscription's first item is the task as read by three statements (task, messages,
+    artifacts); an append committed between them used to be in that snapshot and, again,
+    after its cursor: a client that applies both shows the part twice."""
+    from a2a.lifecycle import Dialect
+    from a2a.models import Artifact
+    from a2a.protocol import stream
+
+    task = make_task("working")
+    services.add_artifact(task.id, actor=CLIENT, parts=[{"kind": "text", "text": "0"}],
+                          artifact_id="out")  # fmt: skip
+    appended: list[str] = []
+
+    def append_before_the_artifacts_are_read(execute, sql, params, many, context):
+        if not appended and Artifact._meta.db_table in sql and sql.lstrip().startswith("SELECT"):
+            appended.append("1")  # another writer commits just now
+            services.add_artifact(task.id, actor=CLIENT, parts=[{"kind": "text", "text": "1"}],
+                                  artifact_id="out", append=True)  # fmt: skip
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(append_before_the_artifacts_are_read):
+        plan = stream.plan(task.id, Dialect.RFC, None)
+    assert appended, "the append did not happen during the read"
+    parts = [p["text"] for a in plan.first["artifacts"] for p in a["parts"]]
+    for _, item, _ in stream.events_after(task.id, plan.cursor, Dialect.RFC):
+        if item["kind"] == "artifact-update":
+            parts += [p["text"] for p in item["artifact"]["parts"]]
+    assert parts == ["0", "1"]
