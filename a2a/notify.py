@@ -5,26 +5,40 @@ view Tailer, ACP sessions); none owns it.
 After commit, `announce` (an on-commit subscriber of `a2a.events`) tells the channel-layer
 group `a2a-task-<id>` that the task's log grew. A waiter holds a `Listener` in that group
 and re-reads the database when woken, or at the latest after its own poll interval: the
-layer only ever wakes waiters early; the database holds the truth. The in-memory layer
-cannot hear other processes (workers), Redis can; while Redis is away, waiters poll.
+layer only ever wakes waiters early; the database holds the truth. Redis carries
+announcements between processes; the in-memory layer, helped by local wake-ups (below),
+between the processes of one machine. While Redis is away, waiters poll.
 
 An announcement runs on the writer's path (a request thread, a worker), after its commit:
 so it may never hold the writer on a hung Redis. `send` gives up after
 TASKDECK["REDIS_SECONDS"] (0.1 s), and after a failure the layer's `Breaker` skips every
 announcement for BREAKER_SECONDS: a frozen Redis costs one write that bound, the writes of
 the next second nothing, and waiters poll meanwhile.
+
+The in-memory layer (the embedded default) cannot reach other processes: there `send`
+also hands each announcement to the other processes on this machine over a2a.localwake
+(UNIX datagram sockets, no service needed), and a process whose Listeners wait relays what
+arrives into its own in-memory layer (`_Relay`). So a worker's commit wakes the web
+process's streams, blocking sends and AG-UI Tailer at once, as Redis does in a scale-out.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import json
 import logging
+import os
+import threading
 import time
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.conf import settings
+
+from a2a import localwake
 
 if TYPE_CHECKING:
     from a2a.models import TaskEvent
@@ -35,6 +49,7 @@ RETRY_SECONDS = 1.0  # how often a Listener that lost the channel layer tries to
 LAYER_CALL_SECONDS = 1.0  # the most one group_add/group_discard may take (a hung Redis)
 REJOIN_SECONDS = 60.0  # a joined Listener renews its membership this often
 BREAKER_SECONDS = 1.0  # after a failed announcement, the next ones are skipped this long
+SENDER_GRACE_SECONDS = 0.5  # beyond REDIS_SECONDS, should the sender loop itself be stuck
 
 
 def group_name(task_id: str) -> str:
@@ -79,17 +94,34 @@ def send(group: str, message: dict[str, Any]) -> bool:
     the AG-UI poke) within call_seconds(); False when not sent (no layer, a failure, or the
     breaker open after one). Never raises: a lost wake-up only makes waiters poll.
 
-    async_to_sync runs the send on the caller's loop when it has one (a request thread:
-    Daphne's; a worker's sync_to_async thread: the executor's), else on a loop made for
-    this call (channels_redis then opens a pool for that loop and closes it with the loop).
-    Either way an abandoned send is cancelled and its outcome consumed by `_bounded`, and
+    A layer that crosses processes (Redis) is sent to from this process's own sender loop
+    (`_SenderLoop`): channels_redis keeps a connection pool per event loop, and the
+    callers' loops are short-lived (a worker's slice, asgiref's loop per call in the
+    scheduler) or busy (Daphne's, serving every socket), so a send used to open a
+    connection each time or queue behind the sockets — long enough, on a loaded machine,
+    to miss the bound and trip the breaker. The in-memory layer is sent to on the caller's
+    loop via async_to_sync (its queues belong to the loop its receivers wait on). Either
+    way an abandoned send is cancelled and its outcome consumed by `_bounded`, and
     redis-py drops the connection a cancelled read was on, so none is left half-read."""
     layer = get_channel_layer()
-    if layer is None or layer_breaker.is_open():
+    if layer is None:
+        return False
+    if not crosses_processes(layer):  # other processes hear it over the local wake-ups
+        localwake.broadcast("news", json.dumps({"group": group, "message": message}).encode())
+    if layer_breaker.is_open():
         return False
     seconds = call_seconds()
     try:
-        async_to_sync(_send_bounded)(layer, group, message, seconds)
+        if crosses_processes(layer):
+            coro = _send_bounded(layer, group, message, seconds)
+            sent = asyncio.run_coroutine_threadsafe(coro, sender_loop.get())
+            try:  # `_bounded` ends it after `seconds`; this only guards against a wedged loop
+                sent.result(timeout=seconds + SENDER_GRACE_SECONDS)
+            except concurrent.futures.TimeoutError:
+                sent.cancel()
+                raise _LayerTimeout from None
+        else:
+            async_to_sync(_send_bounded)(layer, group, message, seconds)
     except Exception as exc:  # a waiter falls back to polling; the change is committed anyway
         layer_breaker.trip()
         why = f"no answer within {seconds} s" if isinstance(exc, _LayerTimeout) else repr(exc)
@@ -107,6 +139,96 @@ async def _send_bounded(layer: Any, group: str, message: dict[str, Any], seconds
     # The coroutine is made here, on the loop that runs it: made by the caller and never
     # run (async_to_sync refusing), it would warn "never awaited".
     await _bounded(layer.group_send(group, message), seconds)
+
+
+class _SenderLoop:
+    """An event loop in a daemon thread of this process, made on first use (again in a
+    forked child), on which announcements to a cross-process layer are sent: its Redis
+    connections stay open from one announcement to the next."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pid: int | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    def get(self) -> asyncio.AbstractEventLoop:
+        with self.lock:
+            if self.pid != os.getpid() or self.loop is None or self.loop.is_closed():
+                loop = asyncio.new_event_loop()
+                threading.Thread(
+                    target=loop.run_forever, name="taskdeck-announce", daemon=True
+                ).start()
+                self.pid, self.loop = os.getpid(), loop
+            return self.loop
+
+
+sender_loop = _SenderLoop()
+
+
+def crosses_processes(layer: Any) -> bool:
+    """Does this channel layer reach other processes (Redis), or only this one?"""
+    return not isinstance(layer, InMemoryChannelLayer)
+
+
+class _Relay:
+    """Puts announcements that other processes sent over a2a.localwake into this process's
+    in-memory layer, so that its Listeners wake as they would with Redis.
+
+    One inbox and one daemon thread per process, started by the first Listener that joins
+    (a worker that only writes binds nothing). The thread blocks in select; what arrives
+    is handed to every event loop a Listener joined from (Daphne has one), since the
+    in-memory layer's queues belong to their loop. Announcements that arrive together are
+    merged per group: a Listener only needs to know that its task changed."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pid: int | None = None
+        self.loops: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
+
+    def attach(self, layer: Any, loop: asyncio.AbstractEventLoop) -> None:
+        with self.lock:
+            if self.pid != os.getpid():  # first Listener of this process (or a forked child)
+                self.pid = os.getpid()
+                self.loops = weakref.WeakSet()
+                try:
+                    inbox = localwake.Inbox("news")
+                except localwake.Unavailable as why:
+                    log.info("no local wake-ups (%s): Listeners poll for other processes", why)
+                else:
+                    threading.Thread(
+                        target=self._run, args=(inbox, layer), name="taskdeck-news", daemon=True
+                    ).start()
+            self.loops.add(loop)
+
+    def _run(self, inbox: localwake.Inbox, layer: Any) -> None:
+        while True:
+            try:
+                payloads = inbox.wait(None)
+            except (OSError, ValueError):  # the inbox was closed: the process is exiting
+                return
+            news: dict[str, dict[str, Any]] = {}
+            for payload in payloads:
+                try:
+                    item = json.loads(payload)
+                    news[str(item["group"])] = dict(item["message"])
+                except (ValueError, KeyError, TypeError):
+                    log.debug("ignored a malformed local wake-up: %r", payload[:200])
+            for loop in list(self.loops):
+                if loop.is_closed():
+                    self.loops.discard(loop)
+                elif news and loop.is_running():
+                    asyncio.run_coroutine_threadsafe(_deliver(layer, news), loop)
+
+
+async def _deliver(layer: Any, news: dict[str, dict[str, Any]]) -> None:
+    for group, message in news.items():
+        try:
+            await layer.group_send(group, message)
+        except Exception:  # a full channel, a bad name: that waiter polls instead
+            log.debug("relaying a local wake-up to %s failed", group, exc_info=True)
+
+
+relay = _Relay()
 
 
 def announce(event: TaskEvent) -> None:
@@ -168,9 +290,11 @@ class Listener:
         """Join the group; False when there is no layer or it failed (`wait` retries)."""
         if self.layer is None:
             return False
+        loop = asyncio.get_running_loop()
+        if not crosses_processes(self.layer):
+            relay.attach(self.layer, loop)  # other processes' announcements, locally
         if self.channel is None:
             self.channel = await self.layer.new_channel()
-        loop = asyncio.get_running_loop()
         for _ in range(2):  # after a restart, a pooled connection fails once, then reconnects
             try:
                 await _bounded(self.layer.group_add(self.group, self.channel), LAYER_CALL_SECONDS)

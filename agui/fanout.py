@@ -2,8 +2,10 @@
 
 A socket must not query the database per change: with 1,000 dashboards open that would
 be 1,000 queries per change. The Tailer reads new log rows once (woken by a channel-layer
-poke, or every FALLBACK_POLL seconds since the in-memory layer cannot hear worker
-processes) and hands them to every registered socket's queue.
+poke, or every FALLBACK_POLL seconds should a poke be lost) and hands them to every
+registered socket's queue. Pokes come from every process: over Redis, or over local
+wake-ups with the in-memory layer (a2a.notify relays them), so a worker's change reaches
+the sockets at once on the embedded default too.
 
 Redis is only the wake-up call: while it is away (restarting, failing over) the Tailer
 polls, and it re-joins the group by itself when Redis is back (a2a.notify's
@@ -18,7 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
+import os
 from collections import deque
 
 from channels.db import database_sync_to_async
@@ -47,6 +51,22 @@ def _top() -> int:
     return AguiEvent.objects.order_by("-id").values_list("id", flat=True).first() or 0
 
 
+def freeze_startup_objects() -> None:
+    """Once per process, when the first socket arrives: move every object alive now (the
+    loaded project: modules, settings, URL patterns, the ORM's caches) out of the
+    collector's reach (gc.freeze). A full collection otherwise walks them all — about
+    80 ms in a web process with 100 sockets, during which no socket hears of any change;
+    frozen, it walks what came since (under 10 ms). What is frozen is never freed, so this
+    runs once, after start-up, not per socket."""
+    global _frozen_in
+    if _frozen_in != os.getpid():
+        _frozen_in = os.getpid()
+        gc.freeze()
+
+
+_frozen_in: int | None = None
+
+
 class Tailer:
     def __init__(self) -> None:
         self.queues: set[asyncio.Queue] = set()
@@ -62,6 +82,7 @@ class Tailer:
         self.queues.add(queue)
         loop = asyncio.get_running_loop()
         if self.task is None or self.task.done() or self.loop is not loop:
+            freeze_startup_objects()
             self.loop, self.wake = loop, asyncio.Event()
             self.cursor = await database_sync_to_async(_top)()
             self.task = asyncio.ensure_future(self._run())

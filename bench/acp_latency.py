@@ -538,12 +538,11 @@ loop, taken when the SDK runs the notification's handler or the awaited response
   `created` event, job queued), pokes its own session follower, which reads the log and
   sends the task's tool_call (pending). All inside the ACP process: no worker, no channel
   layer, no poll; two pipe hops, a write and a read.
-- prompt → worker's in_progress update: a db_worker picks the job up (it polls every
-  0.05 s), commits `started`, and the ACP process hears of it: through Redis at once; with
-  the in-memory layer it cannot hear worker processes, so it finds it at its next poll
-  (TASKDECK_ACP_POLL_SECONDS, here {poll} s). That cycle restarts when the follower has
-  sent the prompt's own update, so a `started` written tens of ms later is read about
-  {poll} s after the prompt: with the in-memory layer this figure is the poll interval.
+- prompt → worker's in_progress update: an idle worker is woken by the job's doorbell
+  (it also polls every 0.05 s), commits `started`, and the ACP process hears of it at
+  once: through Redis, or with the in-memory layer through the local wake-ups
+  (a2a/localwake.py); its own poll (TASKDECK_ACP_POLL_SECONDS, here {poll} s) is only
+  the fallback.
   Split at the `started` event's timestamp (TaskEvent.created_at, the writer's clock just
   before its commit; one machine, one clock): the worker's part, then the door's.
 - session/suspend round trip: the door validates, pause_task commits the state change and

@@ -3,9 +3,15 @@ size at 10,000 tasks, and WebSocket fan-out latency (commit -> received) with 1,
 1,000 connected clients. Prints figures; asserts nothing.
 
     .venv/bin/python bench/agui_fanout.py [--scale-out] [--clients 1,100,1000] [--changes 20]
+        [--writer process|bench]
 
 Fan-out is measured on a small view (so 1,000 sockets don't each download a 10,000-task
 snapshot); the 10,000 tasks are added afterwards for the snapshot and delta figures.
+
+The changes (pause, resume, … 20 a second) are committed by a process of their own by
+default, as a worker's are (`--writer process`); `--writer bench` commits them from the
+bench process itself, whose event loop also reads every socket (its announcements then
+queue behind the readers).
 """
 
 from __future__ import annotations
@@ -13,9 +19,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 import time
 
-from _harness import configure, free_port, percentiles, start_server
+from _harness import ROOT, configure, free_port, percentiles, start_server
 
 
 def make_tasks(n: int, prefix: str) -> None:
@@ -33,7 +40,47 @@ def make_tasks(n: int, prefix: str) -> None:
             services.create_task(msg, actor=actor, skill="batch")
 
 
-async def fanout(url: str, token: str, clients: int, changes: int) -> list[float]:
+def make_changes(task_id: str, changes: int) -> None:
+    """`--changes-of TASK_ID`: pause and resume the task `changes` times, 20 a second, as a
+    worker process would; print each committed version and when it committed. Warmed up
+    first (a database query, an announcement), as a worker that has been running is."""
+    import django
+
+    django.setup()
+    from django.db import transaction
+
+    from a2a import notify, services
+    from a2a.models import Task
+
+    Task.objects.filter(pk=task_id).exists()
+    notify.send("bench-warm-up", {"type": "bench.warm"})
+    actor = services.Actor("operator", "bench")
+    for i in range(changes):
+        change = services.pause_task if i % 2 == 0 else services.resume_task
+        at: list[float] = []
+        with transaction.atomic():
+            transaction.on_commit(lambda at=at: at.append(time.time()))  # runs first: the commit
+            outcome = change(task_id, actor=actor)
+        print(json.dumps({"version": outcome.task.version, "at": at[0]}), flush=True)
+        time.sleep(0.05)
+
+
+async def changes_elsewhere(task_id: str, changes: int) -> dict[int, float]:
+    """Run make_changes in a child process; its versions and commit times."""
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, __file__, "--changes-of", task_id, "--changes", str(changes),
+        stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, _ = await child.communicate()
+    if child.returncode:
+        raise RuntimeError(f"the writer process exited with {child.returncode}")
+    lines = [json.loads(line) for line in out.decode().splitlines() if line.startswith("{")]
+    return {line["version"]: line["at"] for line in lines}
+
+
+async def fanout(
+    url: str, token: str, clients: int, changes: int, writer: str = "process"
+) -> list[float]:
     import websockets
     from asgiref.sync import sync_to_async
 
@@ -70,13 +117,16 @@ async def fanout(url: str, token: str, clients: int, changes: int) -> list[float
 
     readers = [asyncio.ensure_future(reader(ws)) for ws in sockets]
     committed: dict[int, float] = {}
-    pause = sync_to_async(services.pause_task)
-    resume = sync_to_async(services.resume_task)
-    for i in range(changes):
-        change = pause if i % 2 == 0 else resume
-        outcome = await change(task_id, actor=actor)
-        committed[outcome.task.version] = time.time()  # the service returned: committed
-        await asyncio.sleep(0.05)  # 20 changes a second
+    if writer == "process":
+        committed = await changes_elsewhere(task_id, changes)
+    else:
+        pause = sync_to_async(services.pause_task)
+        resume = sync_to_async(services.resume_task)
+        for i in range(changes):
+            change = pause if i % 2 == 0 else resume
+            outcome = await change(task_id, actor=actor)
+            committed[outcome.task.version] = time.time()  # the service returned: committed
+            await asyncio.sleep(0.05)  # 20 changes a second
     await asyncio.wait_for(asyncio.gather(*readers), timeout=120)
     latencies = [got[v] - committed[v] for got in received for v in got]
     for ws in sockets:
@@ -89,7 +139,13 @@ def main() -> None:
     parser.add_argument("--scale-out", action="store_true")
     parser.add_argument("--clients", default="1,100,1000")
     parser.add_argument("--changes", type=int, default=20)
+    parser.add_argument("--writer", choices=["process", "bench"], default="process")
+    parser.add_argument("--changes-of", help=argparse.SUPPRESS)  # the writer process
     args = parser.parse_args()
+    if args.changes_of:  # the environment is the parent's (configure() already ran)
+        sys.path.insert(0, str(ROOT))
+        make_changes(args.changes_of, args.changes)
+        return
     env = configure(args.scale_out)
 
     import django
@@ -103,16 +159,16 @@ def main() -> None:
     from agui.models import AguiEvent
 
     call_command("migrate", verbosity=0)
-    _, token = api_keys.create_key("bench", ["read", "write"])
+    _, token = api_keys.create_key("bench", ["read", "write", "operator"])
     make_tasks(10, "small")
     port = free_port()
     server = start_server(env, port)
     mode = "PostgreSQL + Redis" if args.scale_out else "SQLite + in-memory layer"
-    print(f"AG-UI projection benchmark ({mode}; one Daphne process)")
+    print(f"AG-UI projection benchmark ({mode}; one Daphne process; changes by the {args.writer})")
     try:
         url = f"ws://127.0.0.1:{port}/ws/agui/"
         for n in [int(c) for c in args.clients.split(",")]:
-            lat = asyncio.run(fanout(url, token, n, args.changes))
+            lat = asyncio.run(fanout(url, token, n, args.changes, args.writer))
             print(f"fan-out, {n:>5} clients: commit -> STATE_DELTA received  {percentiles(lat)}")
     finally:
         server.terminate()

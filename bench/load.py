@@ -26,8 +26,9 @@ one being measured), each started, measured on every operation and stopped by th
 - sdk-pg: the same with the SDK's DatabaseTaskStore (SQLAlchemy async engine, asyncpg,
   default pool) on a fresh database `taskdeck_bench_sdk`: the persisting peer.
 - taskdeck-sqlite: as `make run` starts it: `manage.py serve --port P --workers 2` (one
-  Daphne, two db_workers polling every 0.2 s, the scheduler), SQLite in a temporary
-  directory, the in-memory channel layer.
+  Daphne, two run_workers woken by the doorbell, polling every 1 s as a fallback, the
+  scheduler), SQLite in a temporary directory, the in-memory channel layer and its local
+  wake-ups (a2a/localwake.py).
 - taskdeck-pg: as `make scale-out`: `manage.py serve --port P1,P2 --workers 2` with
   DATABASE_URL on a fresh database `taskdeck_bench` and REDIS_URL redis db 5.
 Both Taskdeck servers run with DEBUG off (TASKDECK_DEBUG=0) and the per-key task-creation

@@ -83,7 +83,7 @@ def main() -> None:
     from a2a import api_keys, services
 
     call_command("migrate", verbosity=0)
-    _, token = api_keys.create_key("bench", ["read", "write"])
+    _, token = api_keys.create_key("bench", ["read", "write", "operator"])
     actor = services.Actor("operator", "bench")
     msg = services.IncomingMessage(message_id="b", parts=[{"kind": "text", "text": "bench"}])
     task_id = services.create_task(msg, actor=actor, skill="batch").id

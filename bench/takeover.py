@@ -4,9 +4,9 @@ carries it on. Prints figures; asserts nothing.
     .venv/bin/python bench/takeover.py [--trials 8] [--scale-out]
 
 Two workers and the scheduler with the production timings (lease 15 s, beat every 1 s,
-dead after 4 s, scheduler tick 0.25 s, worker poll 0.2 s as `manage.py serve` starts
-them); a batch task whose items take 0.1 s. Each trial kills the worker running the task
-and starts a replacement, so an idle worker is always there to take over.
+dead after 4 s, scheduler tick 0.25 s, worker poll 1 s plus the doorbell, as `manage.py
+serve` starts them); a batch task whose items take 0.1 s. Each trial kills the worker
+running the task and starts a replacement, so an idle worker is always there to take over.
 
 - `run_worker` (beats): the scheduler notices the silent worker and frees its lease.
 - `db_worker` (no beats, what Taskdeck ran before): only the lease's expiry frees it.
@@ -60,7 +60,7 @@ def spawn(*args: str) -> subprocess.Popen:
 
 
 def worker(command: str) -> subprocess.Popen:
-    return spawn(command, "--interval", "0.2", "--no-startup-delay", "--no-reload", "-v0")
+    return spawn(command, "--interval", "1", "--no-startup-delay", "--no-reload", "-v0")
 
 
 def trial(workers: dict[int, subprocess.Popen], command: str) -> tuple[float, float | None]:

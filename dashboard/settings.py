@@ -377,6 +377,10 @@ TASKDECK = {
         "RETRY_MAX_SECONDS": float(os.environ.get("TASKDECK_RETRY_MAX_SECONDS", 30)),
         # Finished job rows (and beats of workers gone) are deleted after this long.
         "JOB_RETENTION_HOURS": float(os.environ.get("TASKDECK_JOB_RETENTION_HOURS", 24)),
+        # Processes on this machine wake each other at once (a new job for the workers; task
+        # news for the web process without Redis) through UNIX sockets in this directory
+        # (a2a/localwake.py); "off": they find out by polling.
+        "WAKE_DIR": os.environ.get("TASKDECK_WAKE_DIR", str(VAR_DIR / "wake")),
     },
     "PUSH": {
         # Webhooks may point at loopback, private and link-local addresses (tests, local

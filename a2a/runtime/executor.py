@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db import close_old_connections, transaction
 from django.utils import timezone
 
-from a2a import services
+from a2a import notify, services
 from a2a.errors import TaskError, TransitionRefused
 from a2a.formats import text_of
 from a2a.lifecycle import TERMINAL, State
@@ -50,6 +50,9 @@ def run(task_id: str) -> str:
                 return outcome
             outcome = asyncio.run(_slice(task_id))
             if not leases.release(task_id, served):
+                # A blocking send waits for this too (a2a.runtime.settle): an agent that
+                # leaves the task working (a conversation) writes no event to wake it.
+                notify.send(notify.group_name(task_id), {"type": "task.released"})
                 return outcome
         except Exception as exc:
             if faults.is_infrastructure(exc):

@@ -3,8 +3,10 @@
 A task is settled when it reached a state where it waits for someone else (terminal,
 input-required, auth-required, paused), or when no worker holds it and every wakeup has
 been served (the agent ran and left it working, e.g. a long-lived conversation). Waiting
-happens in the event loop (channel-layer announcements of the task wake it, with a poll
-as the fallback), never in a request thread.
+happens in the event loop, never in a request thread: announcements of the task wake it
+(each event, and the worker's release of the task, executor.run), over Redis or, with the
+in-memory layer, relayed from the workers by local wake-ups (a2a.notify). The poll is the
+fallback for a lost announcement (a Redis outage): it costs a waiting send two queries.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from a2a.notify import Listener, group_name
 from a2a.runtime.models import RunLease
 
 STOPPED = TERMINAL | WAITING_FOR_INPUT | PAUSED
-POLL = 0.1
+POLL = 0.5  # seconds; only the fallback (it was the way to learn of the answer, at 0.1 s)
 
 
 def settled(task_id: str) -> bool:

@@ -21,6 +21,7 @@ from django_tasks_db.models import DBTaskResult, get_date_max
 from a2a.event_kinds import EventKind, is_user_message
 from a2a.lifecycle import State
 from a2a.models import TaskEvent
+from a2a.runtime import doorbell
 from a2a.runtime.models import RunLease
 
 
@@ -69,6 +70,7 @@ def enqueue(task_id: str, *, run_after: datetime | None = None, wake: bool = Fal
             ):
                 pending.run_after = run_after or immediate
                 pending.save(update_fields=["run_after"])
+                doorbell.ring(at=run_after)  # brought forward: idle workers may take it now
             queued = False
         else:
             job = (run_task.using(run_after=run_after) if run_after else run_task).enqueue(task_id)

@@ -6,6 +6,7 @@ watches the database. Timings are shortened by environment (delay scale, lease, 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -17,6 +18,8 @@ from pathlib import Path
 
 import pytest
 from django.db import connections
+from django_tasks import TaskResultStatus
+from django_tasks_db.models import DBTaskResult
 
 from a2a import services, skills
 from a2a.lifecycle import TERMINAL
@@ -82,8 +85,10 @@ class Processes:
         )
 
     def start_worker(self) -> subprocess.Popen:
+        # The doorbell starts new jobs at once (tests/runtime/test_wakeups.py); the poll is
+        # the fallback, as in `manage.py serve`.
         proc = self._spawn(
-            "worker", "run_worker", "--interval", "0.05", "--no-startup-delay", "--no-reload"
+            "worker", "run_worker", "--interval", "1", "--no-startup-delay", "--no-reload"
         )
         self.workers.append(proc)
         return proc
@@ -142,6 +147,28 @@ def runtime(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Pr
     once workers run they pick up every runnable task (make_task refuses then)."""
     with workers_running(django_db_blocker, tmp_path_factory.mktemp("runtime-logs")) as procs:
         yield procs
+
+
+@pytest.fixture(autouse=True)
+def jobs_finished_before_the_flush(request, django_db_blocker) -> Iterator[None]:
+    """After a test that drives workers, wait (before its flush) until no job runs.
+
+    A test may end the moment a blocking send returns, which is as soon as the task is
+    settled: its worker is still releasing the lease and marking the job row done. A flush
+    then would pull the row from under it, and django-tasks-db's worker dies on a row that
+    vanished. A killed worker's RUNNING row is marked by the scheduler within
+    DEAD_SECONDS, so this ends then too."""
+    yield
+    import tests.conftest as shared
+
+    if not shared.WORKERS_RUNNING or request.node.get_closest_marker("django_db") is None:
+        return
+    with django_db_blocker.unblock(), contextlib.suppress(AssertionError):
+        wait_for(
+            lambda: not DBTaskResult.objects.filter(status=TaskResultStatus.RUNNING).exists(),
+            10,
+            "the workers to finish their jobs",
+        )
 
 
 def wait_for(predicate: Callable[[], object], timeout: float = 30.0, what: str = "") -> object:

@@ -2,7 +2,11 @@
 
 `make run` uses it so one command gives a working Taskdeck. Each part is its own process
 (as in a scale-out deployment); if one dies unexpectedly the others are stopped and the
-command exits non-zero rather than limping on without, say, a scheduler.
+command exits non-zero rather than limping on without, say, a scheduler. Separate
+processes need no service to hear each other at once: on SQLite with the in-memory
+layer they wake each other over UNIX sockets in var/wake/ (a2a/localwake.py): a new job
+reaches an idle worker, and a worker's change the web process's streams, blocking sends
+and dashboards. So workers poll the job table only every second, as a fallback.
 
 With DEBUG on it listens on loopback only: a debug page shows settings, source and request
 data to whoever gets one, so a non-loopback --host is refused (turn DEBUG off for that).
@@ -74,8 +78,9 @@ class Command(BaseCommand):
             daphne = [sys.executable, "-m", "daphne", "-b", host, "-p", str(p)]
             commands[f"web-{p}"] = [*daphne, "dashboard.asgi:application"]
         for i in range(workers):
+            # the poll is only the fallback: the doorbell starts a new job at once
             commands[f"worker-{i + 1}"] = [
-                sys.executable, MANAGE, "run_worker", "--interval", "0.2", "--no-reload",
+                sys.executable, MANAGE, "run_worker", "--interval", "1", "--no-reload",
             ]  # fmt: skip
         commands["scheduler"] = [sys.executable, MANAGE, "run_scheduler"]
         # own sessions: a Ctrl+C reaches only this command, which stops each child once

@@ -59,7 +59,7 @@ class Command(BaseCommand):
 def _start_helpers(workers: int) -> list[subprocess.Popen]:
     if workers <= 0:
         return []
-    worker = [sys.executable, MANAGE, "run_worker", "--interval", "0.2", "--no-reload"]
+    worker = [sys.executable, MANAGE, "run_worker", "--interval", "1", "--no-reload"]
     commands = [worker] * workers
     commands.append([sys.executable, MANAGE, "run_scheduler"])
     # stdout of the helpers goes to our stderr: the protocol stream stays clean

@@ -9,18 +9,28 @@ What it adds to `db_worker` (every option of which it takes):
 - a database error in the polling loop (a restart, a failover, a terminated backend)
   no longer ends the process — `db_worker` re-raises it, and `manage.py serve` would
   then stop everything: the worker closes its connections, waits (0.5 s, doubling to
-  5 s) and polls again.
+  5 s) and polls again;
+- a doorbell (a2a.runtime.doorbell): between polls the worker waits on it instead of
+  sleeping, so a new job starts at once and `--interval` is only the fallback poll (a
+  lost ring costs that much, nothing more).
+
+db_worker's Worker sleeps with `time.sleep(self.interval)` in its loop (django-tasks-db
+0.13); the loop is not ours to copy, so for this process db_worker's module sees a `time`
+whose `sleep` is the bell's wait. Should a release stop sleeping that way, the worker
+only polls as db_worker does (tests/runtime/test_wakeups.py would notice).
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
+from django_tasks_db.management.commands import db_worker
 from django_tasks_db.management.commands.db_worker import Command as DbWorkerCommand
 
-from a2a.runtime import beats
+from a2a.runtime import beats, doorbell
 from a2a.runtime.faults import describe, discard_connections, is_infrastructure
 from a2a.runtime.leases import WORKER_ID
 
@@ -33,6 +43,9 @@ class Command(DbWorkerCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         options["worker_id"] = WORKER_ID
         options["reload"] = False  # the reloader's child would beat under another pid
+        bell = doorbell.Bell()
+        bell.start()
+        db_worker.time = _Clock(bell.wait)  # type: ignore[attr-defined]
         beats.start()
         wait = 0.5
         try:
@@ -50,3 +63,14 @@ class Command(DbWorkerCommand):
                     wait = min(wait * 2, 5.0)
         finally:
             beats.stop()
+
+
+class _Clock:
+    """The `time` module as db_worker's loop sees it in this process, with `sleep` (its
+    wait between polls, and its start-up delay) ending early when the doorbell rings."""
+
+    def __init__(self, sleep: Callable[[float], None]) -> None:
+        self.sleep = sleep
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
