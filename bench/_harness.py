@@ -2,8 +2,8 @@
 Daphne server (plus workers if asked) in child processes against the same database.
 
 `--scale-out` uses PostgreSQL + Redis (a fresh database `taskdeck_bench`), otherwise SQLite
-and the in-memory channel layer (which cannot carry notifications between processes, so
-servers fall back to polling: that difference is part of what the benchmarks show).
+and the in-memory channel layer, whose processes hear each other through the local
+wake-ups in the temporary directory's wake/ (a2a/localwake.py).
 """
 
 from __future__ import annotations

@@ -12,13 +12,18 @@ HTTPS redirect and headers, and the ALLOWED_HOSTS check CommonMiddleware would h
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 
 from asgiref.sync import markcoroutinefunction
-from django.core.handlers.asgi import ASGIHandler
+from django.core import signals
+from django.core.exceptions import RequestAborted
+from django.core.handlers.asgi import ASGIHandler, get_script_prefix
 from django.core.handlers.exception import convert_exception_to_response
 from django.http import HttpRequest, HttpResponseBase
 from django.middleware.security import SecurityMiddleware
+from django.urls import set_script_prefix
 
 # Exact paths (no prefix matching: /a2a/anything else goes the usual way and 404s there).
 # The agent card stays on the full stack: it is fetched once per client, and it relies on
@@ -49,18 +54,74 @@ class ProtocolSecurity:
 
 
 class ProtocolHandler(ASGIHandler):
-    """Django's ASGI handler with ProtocolSecurity as its only middleware, and without a
-    ThreadSensitiveContext per request: Django opens one so that a request's sync code
-    shares a thread, which costs a new thread per request even when, as here, the only
-    sync code is the request_started/finished receivers (close_old_connections on a
-    thread that holds no connection). The view's database work runs on asgiref's shared
-    executor (`database_sync_to_async(thread_sensitive=False)`), whose threads and
-    connections persist."""
+    """Django's ASGI handler with ProtocolSecurity as its only middleware, and with one
+    thread hop per call: the view's own.
+
+    Django's handler would add three more: a ThreadSensitiveContext per request (a new
+    thread, so that a request's sync code shares one), and the request_started and
+    request_finished signals, each sent from a thread (`asend`, `sync_to_async(close)`).
+    Their receivers (close_old_connections, reset_queries, close_caches) concern the
+    thread they run on, and here that thread holds no connection: the view's database work
+    runs on asgiref's shared executor (`database_sync_to_async(thread_sensitive=False)`),
+    whose threads keep their connections and check them before and after each call. So
+    the signals are sent inline, on the event loop, where they cost microseconds. A hop
+    is about 0.1 to 0.2 ms of CPU; GetTask costs about 1 ms in its thread.
+
+    `handle` is Django 5.2's (django/core/handlers/asgi.py) with those two lines changed;
+    tests/a2a/test_protocol_handler.py checks the behaviour it must keep (disconnects
+    end streams, errors are answered, the signals still fire)."""
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
             raise ValueError(f"the protocol handler serves HTTP only, not {scope['type']!r}")
         await self.handle(scope, receive, send)
+
+    async def handle(self, scope, receive, send) -> None:
+        try:
+            body_file = await self.read_body(receive)
+        except RequestAborted:
+            return
+        set_script_prefix(get_script_prefix(scope))
+        signals.request_started.send(sender=self.__class__, scope=scope)
+        request, error_response = self.create_request(scope, body_file)
+        if request is None:
+            body_file.close()
+            await self.send_response(error_response, send)
+            error_response.close()
+            return
+
+        async def process_request(request, send):
+            response = await self.run_get_response(request)
+            with contextlib.suppress(asyncio.CancelledError):  # the client went away
+                await self.send_response(response, send)
+            return response
+
+        # As Django: a disconnect cancels the view (a stream's generator ends with it).
+        tasks = [
+            asyncio.create_task(self.listen_for_disconnect(receive)),
+            asyncio.create_task(process_request(request, send)),
+        ]
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in tasks:
+            if task.done():
+                try:
+                    task.result()
+                except RequestAborted:
+                    pass
+                except AssertionError:
+                    body_file.close()
+                    raise
+            else:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        try:
+            response = tasks[1].result()
+        except asyncio.CancelledError:
+            signals.request_finished.send(sender=self.__class__)
+        else:
+            response.close()  # sends request_finished
+        body_file.close()
 
     def load_middleware(self, is_async: bool = False) -> None:
         self._view_middleware = []

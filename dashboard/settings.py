@@ -114,7 +114,12 @@ else:
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": VAR_DIR / "taskdeck.sqlite3",
             # IMMEDIATE: concurrent writers queue on the lock instead of failing at once
-            "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20},
+            "OPTIONS": {
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 20,
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
+            },
+            "CONN_MAX_AGE": None,
             "TEST": {"NAME": VAR_DIR / "test-taskdeck.sqlite3"},
         }
     }

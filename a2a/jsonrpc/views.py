@@ -3,20 +3,22 @@
 Order of checks, each with its own answer: authentication (HTTP 401), body size (413),
 JSON (-32700), envelope (-32600), method (-32601), scope (HTTP 403), params (-32602), then
 the handler, whose domain errors map to the codes of PROTOCOL.md §2. The view is async so
-that streaming methods can be added beside it; handlers run in a worker thread each
-(thread_sensitive=False), so concurrent requests really are concurrent and the row locks
-in `a2a.services` decide who wins.
+that streams and blocking sends wait in the event loop, not in a thread; the checks and
+the handler run together in one worker thread per call (thread_sensitive=False), so
+concurrent requests really are concurrent and the row locks in `a2a.services` decide who
+wins.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
-from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import serializers
 
@@ -117,10 +119,6 @@ def _run(method_name: str, params: dict, call: Call) -> Any:
         return JsonRpcError(INTERNAL_ERROR, "the server could not complete this request")
 
 
-_run_in_thread = database_sync_to_async(_run, thread_sensitive=False)
-_authenticate = database_sync_to_async(authenticate, thread_sensitive=False)
-
-
 def _version_error(request: HttpRequest, method_version: str) -> JsonRpcError | None:
     """A2A-Version negotiation as the a2a-sdk 1.x does it: no header means 0.3; 1.0
     methods need a 1.x header; an unknown major version is refused for any method."""
@@ -168,8 +166,21 @@ async def _one_event(frame: bytes):
     yield frame
 
 
+@dataclass(frozen=True)
+class _Blocking:
+    """A blocking send whose task must settle before it is answered (in the event loop)."""
+
+    rpc_id: Any
+    name: str
+    params: dict
+    call: Call
+    task_id: str
+
+
 @csrf_exempt
 async def endpoint(request: HttpRequest):
+    """One worker thread decides the answer (`_decide`); only a blocking send comes back
+    to wait, in the event loop, for its task to settle."""
     if request.method != "POST":
         response = JsonResponse(
             {"detail": "POST a JSON-RPC 2.0 request here; see /.well-known/agent-card.json"},
@@ -177,8 +188,28 @@ async def endpoint(request: HttpRequest):
         )
         response["Allow"] = "POST"
         return response
+    decided = await _decide_in_thread(request)
+    if not isinstance(decided, _Blocking):
+        return decided
+    await settle.until_settled(decided.task_id)
+    outcome = await _run_in_thread_reread(
+        decided.name, decided.params, decided.call, decided.task_id
+    )
+    version = decided.call.version
+    if isinstance(outcome, JsonRpcError):
+        return _response(decided.rpc_id, error=outcome, version=version)
+    to_10 = METHODS[decided.name].to_10
+    if version == "1.0" and to_10 is not None:
+        outcome = to_10(outcome)
+    return _response(decided.rpc_id, result=outcome, version=version)
+
+
+def _decide(request: HttpRequest) -> HttpResponseBase | _Blocking:
+    """Authenticate, check and run the call: the answer, or what a blocking send waits
+    for. One thread for all of it: each hop between the event loop and a thread costs
+    about as much CPU as the checks themselves."""
     try:
-        principal: Principal = await _authenticate(request.headers.get("Authorization"))
+        principal: Principal = authenticate(request.headers.get("Authorization"))
     except Unauthenticated as exc:
         return _response(None, error=JsonRpcError(INVALID_REQUEST, str(exc), http_status=401))
     if (err := _content_type_error(request)) is not None:
@@ -223,7 +254,7 @@ async def endpoint(request: HttpRequest):
         last_event_id=last_event_id,
         version=version,
     )
-    outcome = await _run_in_thread(name, params, call)
+    outcome = _run(name, params, call)
     if isinstance(outcome, JsonRpcError):
         if method.streaming and version == "0.3" and outcome.http_status == 200:
             # 0.3 clients read a stream method's answer as SSE, errors included (but a
@@ -236,13 +267,13 @@ async def endpoint(request: HttpRequest):
         wrap = wire10.stream_event if version == "1.0" else None
         return _sse(sse.stream(outcome, rpc_id, call.dialect, wrap=wrap))
     if _blocking(name, params) and isinstance(outcome, dict) and "id" in outcome:
-        await settle.until_settled(outcome["id"])
-        outcome = await _run_in_thread_reread(name, params, call, outcome["id"])
-        if isinstance(outcome, JsonRpcError):
-            return _response(rpc_id, error=outcome, version=version)
+        return _Blocking(rpc_id, name, params, call, outcome["id"])
     if version == "1.0" and method.to_10 is not None:
         outcome = method.to_10(outcome)
     return _response(rpc_id, result=outcome, version=version)
+
+
+_decide_in_thread = database_sync_to_async(_decide, thread_sensitive=False)
 
 
 def _reread(name: str, params: dict, call: Call, task_id: str) -> Any:
