@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -65,6 +66,12 @@ def _env() -> dict[str, str]:
     return env
 
 
+# The processes get SIGTERM when this test process dies (util-linux's setpriv sets
+# PR_SET_PDEATHSIG, then execs the command): a killed pytest (Ctrl+C twice, a CI timeout)
+# would otherwise leave its workers and scheduler polling a test database for ever.
+DIE_WITH_US = ["setpriv", "--pdeathsig", "TERM"] if shutil.which("setpriv") else []
+
+
 class Processes:
     """Workers and a scheduler, started and stopped (or killed) by tests."""
 
@@ -77,7 +84,7 @@ class Processes:
     def _spawn(self, name: str, *args: str) -> subprocess.Popen:
         log = open(self.log_dir / f"{name}-{time.monotonic_ns()}.log", "w")  # noqa: SIM115
         return subprocess.Popen(
-            [sys.executable, str(ROOT / "manage.py"), *args],
+            [*DIE_WITH_US, sys.executable, str(ROOT / "manage.py"), *args],
             cwd=ROOT,
             env={**_env(), **self.env},
             stdout=log,
