@@ -191,10 +191,6 @@ def finish_run(run_id: str, outcome: str) -> None:
     AguiRun.objects.filter(run_id=run_id).update(outcome=outcome)
 
 
-def thread_task_ids(context_id: str) -> list[str]:
-    return list(Task.objects.filter(context_id=context_id).values_list("id", flat=True))
-
-
 def describe(task_id: str) -> dict[str, Any]:
     task = Task.objects.get(pk=task_id)
     return {"state": task.state, "version": task.version, "contextId": task.context_id}

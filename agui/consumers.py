@@ -1,10 +1,16 @@
 """`/ws/agui/`: the live view over a WebSocket, as AG-UI events.
 
-On connect: STATE_SNAPSHOT of the whole view, then ACTIVITY_SNAPSHOT for each pending
-interrupt and pause; then STATE_DELTA / ACTIVITY_* as tasks change. Every view entry holds
-its task's `version`, and each task's changes arrive one version at a time: the socket
-drops what the snapshot already holds, fills a gap from the log if it sees one, and a
-client that detects one anyway sends {"type": "resync"} for a fresh snapshot.
+On connect: STATE_SNAPSHOT of the view, then ACTIVITY_SNAPSHOT for each pending
+interrupt and pause of its tasks; then STATE_DELTA / ACTIVITY_* as tasks change. Every view
+entry holds its task's `version`, and each task's changes arrive one version at a time:
+the socket drops what the snapshot already holds, fills a gap from the log if it sees one,
+and a client that detects one anyway sends {"type": "resync"} for a fresh snapshot.
+
+No message outgrows the WebSocket server's limit (Daphne refuses anything over 1 MiB and
+closes the socket with 1011): the snapshot is cut to TASKDECK["VIEW"]["SNAPSHOT_BYTES"]
+(`selectors.window`; a cut one says `truncated`), and a cut socket follows the tasks it
+holds plus the ones that enter the view after its snapshot. Every other message carries
+one task's change; one that would not fit anyway is not sent, and a fresh snapshot is.
 
 Authentication: the session (dashboard) or an API key with the `read` scope in the
 Authorization header; origins are checked by AllowedHostsOriginValidator (routing.py).
@@ -32,17 +38,26 @@ from a2a.auth import (
     user_actor,
 )
 from a2a.services import Actor
-from agui import fanout, selectors
-from agui.models import AguiEvent
+from agui import fanout, selectors, view
+from agui.models import AguiEvent, Interrupt
 
 log = logging.getLogger(__name__)
 
 
-def _bundle(actor: Actor | None) -> tuple[dict, list, dict]:
-    return (
-        selectors.snapshot(visible_to=actor),
-        selectors.pending_activities(visible_to=actor),
-        selectors.versions(visible_to=actor),
+def _bundle(actor: Actor | None) -> tuple[selectors.Window, list[Interrupt]]:
+    """The opening snapshot, within the byte budget, and the activities of its tasks."""
+    window = selectors.window(max_bytes=view.limits().snapshot_bytes, visible_to=actor)
+    return window, selectors.pending_activities(window.versions, visible_to=actor)
+
+
+def _touches(task_id: str, events: list[dict], op: str) -> bool:
+    """Does this change `add` (enter the view) or `remove` (leave it) the task's entry?"""
+    path = view.task_path(task_id)
+    return any(
+        o.get("op") == op and o.get("path") == path
+        for e in events
+        if e.get("type") == "STATE_DELTA"
+        for o in e.get("delta") or []
     )
 
 
@@ -125,9 +140,10 @@ class ViewConsumer(AsyncWebsocketConsumer):
 
     async def resync(self) -> None:
         """A fresh snapshot; what was queued before it is dropped by version."""
-        snapshot, activities, versions = await database_sync_to_async(_bundle)(self.who)
-        self.versions: dict[str, int] = versions
-        await self._send(StateSnapshotEvent(snapshot=snapshot).model_dump(by_alias=True))
+        window, activities = await database_sync_to_async(_bundle)(self.who)
+        self.versions: dict[str, int] = window.versions  # the tasks this socket holds
+        self.truncated = window.truncated
+        await self._send(StateSnapshotEvent(snapshot=window.snapshot).model_dump(by_alias=True))
         for interrupt in activities:
             event = ActivitySnapshotEvent(
                 message_id=interrupt.interrupt_id,
@@ -175,18 +191,40 @@ class ViewConsumer(AsyncWebsocketConsumer):
         changes: dict[tuple[str, int], list[dict]] = {}  # one change = one task version
         for _, task_id, version, _, event in await self._visible(rows):
             changes.setdefault((task_id, version), []).append(event)
+        sent_all = True
         for (task_id, version), events in changes.items():
             known = self.versions.get(task_id)
             if known is not None and version <= known:
                 continue  # already in the snapshot, or sent
-            expected = 1 if known is None else known + 1
+            if known is None and _touches(task_id, events, "add"):
+                expected = version  # enters the view now: the add carries the whole entry
+            elif known is None:
+                if self.truncated or _touches(task_id, events, "remove"):
+                    continue  # not held: cut from this socket's window, or already gone
+                expected = 1  # new, but its first change committed late: it is in the log
+            else:
+                expected = known + 1
             if version > expected:  # a change committed late: fetch what lies between
                 gap = await database_sync_to_async(_missing)(task_id, expected - 1, version)
                 for missing in gap:
-                    await self._send(missing[4])
+                    sent_all &= await self._send(missing[4])
             for event in events:
-                await self._send(event)
-            self.versions[task_id] = version
+                sent_all &= await self._send(event)
+            if _touches(task_id, events, "remove"):
+                self.versions.pop(task_id, None)  # left the view: nothing more will come
+            else:
+                self.versions[task_id] = version
+        if not sent_all:
+            await self.resync()
 
-    async def _send(self, event: dict[str, Any]) -> None:
-        await self.send(json.dumps(event, separators=(",", ":")))
+    async def _send(self, event: dict[str, Any]) -> bool:
+        """Send one event, unless it is over the server's message limit: sending it would
+        close the socket (1011). Returns whether it went; the caller resyncs if not."""
+        text = json.dumps(event, separators=(",", ":"))
+        if len(text) > view.SOCKET_MESSAGE_BYTES:  # ASCII-escaped: characters are bytes
+            log.warning(
+                "AG-UI %s of %d bytes not sent: over the limit", event.get("type"), len(text)
+            )
+            return False
+        await self.send(text)
+        return True

@@ -12,7 +12,10 @@ polls, and it re-joins the group by itself when Redis is back (a2a.notify's
 Listener); sockets notice nothing but slower deltas.
 
 It re-reads a window behind its cursor: on PostgreSQL ids are allocated at insert, so a
-row with a lower id can commit after a higher one; rows already seen are skipped. Sockets
+row with a lower id can commit after a higher one; rows already seen are skipped. When it
+starts, the rows of that window already committed count as seen: every socket registers
+before it reads its snapshot, so they are in it (a socket whose snapshot was cut to its
+byte budget would otherwise take the creations of tasks it was cut from as new). Sockets
 drop anything at or below the task version they already hold (see consumers.py).
 """
 
@@ -51,6 +54,12 @@ def _top() -> int:
     return AguiEvent.objects.order_by("-id").values_list("id", flat=True).first() or 0
 
 
+def _start() -> tuple[int, list[int]]:
+    """The newest row id, and the ids of the committed rows in the window behind it."""
+    top = _top()
+    return top, list(AguiEvent.objects.filter(id__gt=top - WINDOW).values_list("id", flat=True))
+
+
 def freeze_startup_objects() -> None:
     """Once per process, when the first socket arrives: move every object alive now (the
     loaded project: modules, settings, URL patterns, the ORM's caches) out of the
@@ -84,7 +93,9 @@ class Tailer:
         if self.task is None or self.task.done() or self.loop is not loop:
             freeze_startup_objects()
             self.loop, self.wake = loop, asyncio.Event()
-            self.cursor = await database_sync_to_async(_top)()
+            self.cursor, committed = await database_sync_to_async(_start)()
+            for row_id in committed:
+                self._see(row_id)
             self.task = asyncio.ensure_future(self._run())
         return queue
 
@@ -109,16 +120,21 @@ class Tailer:
                     continue
                 fresh = [r for r in rows if r[0] not in self.seen_set]
                 for row in fresh:
-                    if len(self.seen) == self.seen.maxlen:
-                        self.seen_set.discard(self.seen[0])
-                    self.seen.append(row[0])
-                    self.seen_set.add(row[0])
+                    self._see(row[0])
                     self.cursor = max(self.cursor, row[0])
                 if fresh:
                     for queue in list(self.queues):
                         queue.put_nowait(fresh)  # unbounded; a socket far behind resyncs
         finally:
             listener.cancel()
+
+    def _see(self, row_id: int) -> None:
+        if row_id in self.seen_set:
+            return
+        if len(self.seen) == self.seen.maxlen:
+            self.seen_set.discard(self.seen[0])
+        self.seen.append(row_id)
+        self.seen_set.add(row_id)
 
     async def _listen(self) -> None:
         """Wake the loop on each poke. No layer error ends this (it used to, and then the

@@ -1,7 +1,8 @@
 """The AG-UI projection of A2A tasks, kept in the database so every process and every
 client sees the same view.
 
-- ViewTask: `/view/tasks/<taskId>` (its JSON `entry` is exactly what clients hold).
+- ViewTask: `/view/tasks/<taskId>` (its JSON `entry` is exactly what clients hold), for
+  the tasks in the live view (`in_view`): open ones and the recently finished.
 - Interrupt: input requests (`input-<taskId>-<n>`) and pauses (`<handle>`), kept after they
   are resolved for the timeline; `pending` ones are `/view/pendingInterrupts/<id>`.
 - AguiEvent: the AG-UI events the projector emitted, in order, with the task's version,
@@ -20,11 +21,25 @@ from a2a.models import Task
 
 
 class ViewTask(models.Model):
+    """One task's view entry. The row outlives the entry's place in the live view: a
+    finished task leaves `/view/tasks` after a while (`in_view` false, `version` one past
+    the task's: the version of its `remove` delta), yet the board's queries and the
+    timeline still read its entry here."""
+
     task = models.OneToOneField(Task, on_delete=models.CASCADE, primary_key=True)
     entry = models.JSONField()
     status = models.CharField(max_length=24, db_index=True)
     version = models.PositiveIntegerField()
     updated_at = models.DateTimeField(db_index=True)
+    # db_default: rows inserted by a server still running the previous release (a rolling
+    # deploy) are in the view, as they were then.
+    in_view = models.BooleanField(default=True, db_default=True)
+
+    class Meta:
+        indexes = [
+            # the live view's reads: its entries, and the finished ones, newest first
+            models.Index(fields=["in_view", "status", "updated_at"], name="viewtask_live"),
+        ]
 
     def __str__(self) -> str:
         return f"view {self.task_id}"

@@ -9,17 +9,27 @@ ARCHITECTURE.md). Each change yields:
 - ACTIVITY_SNAPSHOT when an input request or a pause opens, ACTIVITY_DELTA as it moves on;
 - a text record for agent messages (run streams turn it into TEXT_MESSAGE_* events).
 After commit, sockets are poked through the channel layer; they read the AguiEvent log.
+
+The view is bounded (docs/agui.md, "How big the view gets"): it holds the open tasks and
+the recently finished. A finished task leaves it with a STATE_DELTA `remove` (an EVICTION
+row in the log, at the version after the task's last), written here: when a task
+finishes (the newest finished push the oldest out), and from the scheduler's tick (those
+finished too long ago, when nothing else changes). Finished is final (a2a.lifecycle), so
+no change of the task can follow its eviction.
 """
 
 from __future__ import annotations
 
 import contextvars
 import logging
+import time
+from datetime import datetime, timedelta
 from typing import Any
 
 import jsonpatch
 from ag_ui.core import ActivityDeltaEvent, ActivitySnapshotEvent, StateDeltaEvent
 from django.db import transaction
+from django.utils import timezone
 
 from a2a import notify
 from a2a.event_kinds import EventKind, is_agent_text
@@ -34,6 +44,14 @@ VIEW_GROUP = "agui-view"
 # the view's lastRunId changes in the same delta as the task. Never passed to a2a.
 CURRENT_RUN: contextvars.ContextVar[str | None] = contextvars.ContextVar("agui_run", default=None)
 TEXT = "TEXT_MESSAGE"  # AguiEvent.type of an agent message (expanded by run streams)
+# AguiEvent.type of a finished task leaving the live view; its event is a STATE_DELTA that
+# sockets send as it is. Run streams skip it: a run's snapshot is its thread, not the view.
+EVICTION = "EVICTION"
+EVICT_BATCH = 500  # evictions per scheduler call: a backlog (after an upgrade) drains in steps
+# …and per write: a finish pushes out one task in the steady state; a writer's transaction
+# never carries a backlog (the scheduler's tick does).
+EVICT_IN_WRITE = 8
+EVICT_EVERY_SECONDS = 1.0  # the scheduler ticks every 0.25 s; this is often enough
 SUMMARY_CHARS = 200
 
 
@@ -104,6 +122,7 @@ def on_task_event(event: TaskEvent) -> None:
     batch = _Batch(task, event.created_at)
     current = ViewTask.objects.filter(task_id=task.id).first()
     previous = current.entry if current else None
+    in_view = current is not None and current.in_view
     ops: list[dict[str, Any]] = []
     title = None
     if previous is None:
@@ -124,7 +143,7 @@ def on_task_event(event: TaskEvent) -> None:
     if CURRENT_RUN.get() is not None:
         entry["lastRunId"] = CURRENT_RUN.get()
     path = view.task_path(task.id)
-    if previous is None:
+    if not in_view:  # new (or, were finished not final, back after its eviction)
         ops.insert(0, {"op": "add", "path": path, "value": entry})
     else:
         ops[:0] = _prefixed(jsonpatch.make_patch(previous, entry).patch, path)
@@ -140,7 +159,7 @@ def on_task_event(event: TaskEvent) -> None:
     # The writer holds the task's row lock, so nobody else writes this view row now: a
     # plain insert or update (update_or_create would add a locking read and two savepoints
     # to every event).
-    row = {"entry": entry, "status": task.state, "version": task.version}
+    row = {"entry": entry, "status": task.state, "version": task.version, "in_view": True}
     if current is None:
         ViewTask.objects.create(task_id=task.id, updated_at=task.updated_at, **row)
     else:
@@ -148,6 +167,71 @@ def on_task_event(event: TaskEvent) -> None:
     AguiEvent.objects.bulk_create(batch.rows)
     if batch.rows:
         transaction.on_commit(_poke)
+    if task.state in view.FINISHED:
+        # One more finished task: the oldest beyond FINISHED_MAX (and any finished too long
+        # ago) leave now, in this transaction, their deltas after this change's.
+        evict_finished(event.created_at, limit=EVICT_IN_WRITE)
+
+
+def evict_finished(now: datetime | None = None, *, limit: int = EVICT_BATCH) -> int:
+    """Take the finished tasks past the view's bound out of it; returns how many left.
+
+    Past the bound: finished more than FINISHED_MINUTES ago, or older than the newest
+    FINISHED_MAX finished. Each leaves through the projection's one path, so every socket
+    gets it in order: its row is marked out of the view at the version after its task's
+    last, and a STATE_DELTA `remove` is logged at that version (clients holding the task
+    apply it; snapshots taken after it never held it). The update is conditional (still in
+    the view, still at that version): two evictors at once (two writers finishing tasks,
+    or a writer and the scheduler) emit one removal, never two; and they take rows in one
+    order, so they cannot deadlock. Safe inside the writer's transaction and alone. At
+    most `limit` of each kind (pushed out, timed out) per call."""
+    bound = view.limits()
+    now = now or timezone.now()
+    finished = ViewTask.objects.filter(in_view=True, status__in=view.FINISHED)
+    newest_first = finished.order_by("-updated_at", "-task_id").values_list("task_id", "version")
+    leaving = dict(newest_first[bound.finished_max : bound.finished_max + limit])
+    cutoff = now - timedelta(minutes=bound.finished_minutes)
+    expired = finished.filter(updated_at__lt=cutoff).order_by("updated_at", "task_id")
+    leaving.update(expired.values_list("task_id", "version")[:limit])
+    if not leaving:
+        return 0
+    rows = []
+    with transaction.atomic(savepoint=False):
+        for task_id in sorted(leaving):
+            version = leaving[task_id] + 1
+            moved = ViewTask.objects.filter(
+                task_id=task_id, in_view=True, version=leaving[task_id]
+            ).update(in_view=False, version=version)
+            if moved:
+                delta = [{"op": "remove", "path": view.task_path(task_id)}]
+                rows.append(
+                    AguiEvent(
+                        task_id=task_id,
+                        task_version=version,
+                        type=EVICTION,
+                        event=_dump(StateDeltaEvent(delta=delta)),
+                        created_at=now,
+                    )
+                )
+        AguiEvent.objects.bulk_create(rows)
+        if rows:
+            transaction.on_commit(_poke)
+    return len(rows)
+
+
+_evicted_at = 0.0
+
+
+def evict_now_and_then() -> int:
+    """The scheduler's periodic hook (registered in AguiConfig.ready()): finished tasks
+    must leave the view when their time is up even if no other task finishes. At most once
+    per EVICT_EVERY_SECONDS per process, and again at once while a backlog remains."""
+    global _evicted_at
+    if time.monotonic() - _evicted_at < EVICT_EVERY_SECONDS:
+        return 0
+    evicted = evict_finished()
+    _evicted_at = 0.0 if evicted >= EVICT_BATCH else time.monotonic()
+    return evicted
 
 
 def _status_message(task: Task) -> Message | None:

@@ -10,6 +10,10 @@ ACTIVITY_* and its agent text as TEXT_MESSAGE_START/CONTENT/END, until the task 
 Input that cannot be acted on gets RUN_ERROR and changes nothing; input that does not
 parse gets HTTP 422 before any stream. The stream always ends with RUN_FINISHED or
 RUN_ERROR, even when the server fails.
+
+A run's STATE_SNAPSHOT is its thread's tasks, whether or not they are still on the live
+board (no EVICTION reaches a run stream), cut like the socket's to
+TASKDECK["VIEW"]["SNAPSHOT_BYTES"]: the run's own task first, then the thread's newest.
 """
 
 from __future__ import annotations
@@ -59,9 +63,9 @@ from a2a.formats import text_of
 from a2a.lifecycle import PAUSED, State
 from a2a.models import Task
 from a2a.notify import Listener, group_name
-from agui import bridge, selectors
+from agui import bridge, selectors, view
 from agui.models import AguiEvent, Interrupt
-from agui.projector import TEXT
+from agui.projector import EVICTION, TEXT
 from agui.schemas import response_schema
 
 log = logging.getLogger(__name__)
@@ -87,6 +91,7 @@ def _rows(task_id: str, after: int) -> tuple[list[tuple], str, int]:
     state is a stop, every row up to it has been read)."""
     rows = list(
         AguiEvent.objects.filter(task_id=task_id, id__gt=after)
+        .exclude(type=EVICTION)
         .order_by("id")
         .values_list("id", "task_version", "type", "event")
     )
@@ -94,11 +99,20 @@ def _rows(task_id: str, after: int) -> tuple[list[tuple], str, int]:
     return rows, state, version
 
 
+def _thread_snapshot(context_id: str, task_id: str) -> dict:
+    """The thread's tasks, the run's own first, within the snapshot budget."""
+    return selectors.window(
+        max_bytes=view.limits().snapshot_bytes,
+        context_id=context_id,
+        first=task_id,
+        live_only=False,
+    ).snapshot
+
+
 def _opening(plan: bridge.RunPlan) -> tuple[dict, list[Interrupt], int]:
-    ids = bridge.thread_task_ids(plan.context_id)
     cursor = selectors.cursor()
     return (
-        selectors.snapshot(ids),
+        _thread_snapshot(plan.context_id, plan.task_id),
         list(Interrupt.objects.filter(interrupt_id__in=plan.resumed)),
         cursor,
     )
@@ -106,7 +120,7 @@ def _opening(plan: bridge.RunPlan) -> tuple[dict, list[Interrupt], int]:
 
 def _ending(task_id: str) -> tuple[str, dict, list[Interrupt], str, str]:
     task = Task.objects.select_related("status_message").get(pk=task_id)
-    snapshot = selectors.snapshot(bridge.thread_task_ids(task.context_id))
+    snapshot = _thread_snapshot(task.context_id, task_id)
     pending = list(Interrupt.objects.filter(task_id=task_id, pending=True))
     failure = task.events.filter(
         kind__in=[EventKind.FAILED, EventKind.REJECTED, EventKind.TIMED_OUT]

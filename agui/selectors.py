@@ -1,10 +1,17 @@
 """Reads of the projection: the STATE_SNAPSHOT and the pending activities, in a constant
-number of queries whatever the number of tasks."""
+number of queries whatever the number of tasks.
+
+`snapshot` is the whole live view (what the invariant compares against); transports send
+`window`, the view cut to a byte budget, so no message grows with the number of tasks."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from django.db.models import Case, IntegerField, Value, When
 
 from a2a import access
 from a2a.models import Task
@@ -15,40 +22,147 @@ if TYPE_CHECKING:
     from a2a.services import Actor
 
 
-def _narrow(qs, task_ids: Iterable[str] | None, visible_to: Actor | None):
+def _narrow(
+    qs, task_ids: Iterable[str] | None, visible_to: Actor | None, context_id: str | None = None
+):
     if task_ids is not None:
         qs = qs.filter(task_id__in=list(task_ids))
+    if context_id is not None:  # a thread's tasks: by a join, however many there are
+        qs = qs.filter(task__context_id=context_id)
     return access.visible(qs, visible_to, owner_field="task__owner")
+
+
+def _pending(
+    ids: list[str] | None, visible_to: Actor | None, context_id: str | None = None
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Pending input requests as `/view/pendingInterrupts` entries (one query)."""
+    pending = _narrow(
+        Interrupt.objects.filter(pending=True, kind=Interrupt.Kind.INPUT_REQUEST),
+        ids,
+        visible_to,
+        context_id,
+    )
+    for iid, task_id, request_id, reason, title in pending.values_list(
+        "interrupt_id", "task_id", "request_id", "reason", "content__request__title"
+    ):
+        yield iid, view.pending_entry(iid, task_id, request_id, reason, title)
 
 
 def snapshot(
     task_ids: Iterable[str] | None = None, visible_to: Actor | None = None
 ) -> dict[str, Any]:
-    """`{"view": {"tasks": {...}, "pendingInterrupts": {...}}}`: two queries. Only the
-    tasks `visible_to` may see (a restricted API key: its own tenant's)."""
+    """`{"view": {"tasks": {...}, "pendingInterrupts": {...}}}`, the whole live view (open
+    tasks and the recently finished): two queries. Only the tasks `visible_to` may see (a
+    restricted API key: its own tenant's). Unbounded in open tasks: what goes on a wire is
+    `window`."""
     ids = list(task_ids) if task_ids is not None else None
-    tasks = _narrow(ViewTask.objects.all(), ids, visible_to)
-    pending = _narrow(
-        Interrupt.objects.filter(pending=True, kind=Interrupt.Kind.INPUT_REQUEST), ids, visible_to
-    )
+    tasks = _narrow(ViewTask.objects.filter(in_view=True), ids, visible_to)
     return {
         "view": {
             "tasks": dict(tasks.values_list("task_id", "entry")),
-            "pendingInterrupts": {
-                iid: view.pending_entry(iid, task_id, request_id, reason, title)
-                for iid, task_id, request_id, reason, title in pending.values_list(
-                    "interrupt_id", "task_id", "request_id", "reason", "content__request__title"
-                )
-            },
+            "pendingInterrupts": dict(_pending(ids, visible_to)),
         }
     }
+
+
+def _size(value: Any) -> int:
+    """Bytes of `value` as transports write it (compact, ASCII-escaped JSON)."""
+    return len(json.dumps(value, separators=(",", ":")))
+
+
+# What the event around the snapshot and the `truncated` note may add: the wrapper is
+# about 40 bytes, the note about 80.
+RESERVE_BYTES = 1024
+
+
+@dataclass
+class Window:
+    """An opening STATE_SNAPSHOT that fits `max_bytes`: the first entries of the view in
+    the order below, with their pending input requests, and their versions (what the
+    socket then follows). When the view did not fit, `snapshot["truncated"]` says how many
+    tasks it holds of how many (a note as of the snapshot: deltas never touch it)."""
+
+    snapshot: dict[str, Any]
+    versions: dict[str, int] = field(default_factory=dict)
+    truncated: bool = False
+
+
+def window(
+    *,
+    max_bytes: int,
+    visible_to: Actor | None = None,
+    task_ids: Iterable[str] | None = None,
+    context_id: str | None = None,
+    first: str | None = None,
+    live_only: bool = True,
+) -> Window:
+    """The view cut to `max_bytes` (serialized, with RESERVE_BYTES kept for the event).
+
+    Order, so that a cut view keeps what an operator acts on: `first` (a run's own task),
+    then tasks waiting on someone (input, auth, paused), then the other open ones, then
+    the finished; newest change first within each. The cut is a prefix of that order. Two
+    queries, three when cut; rows are streamed and reading stops at the budget, so a view
+    of 100,000 open tasks costs what the budget holds. `task_ids` and `context_id` (a
+    run's thread) narrow it; `live_only=False` reads their rows whether or not they are
+    still in the live view."""
+    ids = list(task_ids) if task_ids is not None else None
+    rows = ViewTask.objects.filter(in_view=True) if live_only else ViewTask.objects.all()
+    rows = _narrow(rows, ids, visible_to, context_id)
+    rank = Case(
+        When(status__in=view.WAITING, then=Value(1)),
+        When(status__in=view.FINISHED, then=Value(3)),
+        default=Value(2),
+        output_field=IntegerField(),
+    )
+    if first is not None:
+        rank = Case(When(task_id=first, then=Value(0)), default=rank, output_field=IntegerField())
+    pending: dict[str, list[tuple[str, dict]]] = {}
+    for iid, entry in _pending(ids, visible_to, context_id):
+        pending.setdefault(entry["taskId"], []).append((iid, entry))
+    tasks: dict[str, Any] = {}
+    held_pending: dict[str, Any] = {}
+    versions: dict[str, int] = {}
+    used = RESERVE_BYTES + _size({"view": {"tasks": {}, "pendingInterrupts": {}}})
+    truncated = False
+    ordered = rows.annotate(rank=rank).order_by("rank", "-updated_at", "-task_id")
+    for task_id, entry, version in ordered.values_list("task_id", "entry", "version").iterator(
+        chunk_size=200
+    ):
+        cost = _size(task_id) + _size(entry) + 2  # "id":{…} and a comma
+        mine = pending.get(task_id, [])
+        cost += sum(_size(iid) + _size(p) + 2 for iid, p in mine)
+        if used + cost > max_bytes:
+            truncated = True
+            break
+        used += cost
+        tasks[task_id] = entry
+        versions[task_id] = version
+        held_pending.update(mine)
+    result: dict[str, Any] = {"view": {"tasks": tasks, "pendingInterrupts": held_pending}}
+    if truncated:
+        result["truncated"] = {"shown": len(tasks), "total": rows.count(), "maxBytes": max_bytes}
+    return Window(result, versions, truncated)
 
 
 def pending_activities(
     task_ids: Iterable[str] | None = None, visible_to: Actor | None = None
 ) -> list[Interrupt]:
-    qs = _narrow(Interrupt.objects.filter(pending=True), task_ids, visible_to)
-    return list(qs.order_by("created_at", "interrupt_id"))
+    """Pending input requests and pauses (each its own ACTIVITY_SNAPSHOT: one task's
+    size). With `task_ids`, those of these tasks (a socket's window) only: read in slices
+    of IN_SLICE ids (old SQLite builds allow 999 parameters), never the whole view's."""
+    qs = _narrow(Interrupt.objects.filter(pending=True), None, visible_to)
+    if task_ids is None:
+        return list(qs.order_by("created_at", "interrupt_id"))
+    ids = list(task_ids)
+    found = [
+        interrupt
+        for start in range(0, len(ids), IN_SLICE)
+        for interrupt in qs.filter(task_id__in=ids[start : start + IN_SLICE])
+    ]
+    return sorted(found, key=lambda i: (i.created_at, i.interrupt_id))
+
+
+IN_SLICE = 900
 
 
 def versions(

@@ -1,15 +1,48 @@
 """What one task looks like in `/view/tasks/<taskId>`, and what a pending interrupt looks
-like in `/view/pendingInterrupts/<interruptId>`. Pure functions over A2A rows."""
+like in `/view/pendingInterrupts/<interruptId>` (pure functions over A2A rows), and how
+big the live view may get (`limits`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
+
 from a2a.formats import pause_facts, text_of, ts
+from a2a.lifecycle import PAUSED, TERMINAL, WAITING_FOR_INPUT
 from a2a.models import Message, Task
 
 TITLE_CHARS = 120
 STATUS_TEXT_CHARS = 500
+FINISHED = sorted(TERMINAL)  # view entries in these states leave the view after a while
+WAITING = sorted(WAITING_FOR_INPUT | PAUSED)  # waiting on a person or an event
+# Daphne's websocket_max_message_size (the default `manage.py serve` runs with): a larger
+# message is refused and the socket closed with 1011 (issue 15, bug 12). The opening
+# snapshot stays below it by HEADROOM whatever SNAPSHOT_BYTES says.
+SOCKET_MESSAGE_BYTES = 1024 * 1024
+HEADROOM = 16 * 1024
+MIN_SNAPSHOT_BYTES = 16 * 1024  # room for a few dozen entries, so a typo cannot empty it
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The live view's bound (settings.TASKDECK["VIEW"], docs/agui.md)."""
+
+    finished_minutes: float  # a finished task stays this long after it finished…
+    finished_max: int  # …and only while it is among the newest this many finished
+    snapshot_bytes: int  # the most an opening STATE_SNAPSHOT may weigh, serialized
+
+
+def limits() -> Limits:
+    """Read at each use, so a changed setting (or a test's override) applies at once."""
+    conf = getattr(settings, "TASKDECK", {}).get("VIEW", {})
+    wanted = int(conf.get("SNAPSHOT_BYTES", 512 * 1024))
+    return Limits(
+        finished_minutes=max(0.0, float(conf.get("FINISHED_MINUTES", 60))),
+        finished_max=max(0, int(conf.get("FINISHED_MAX", 200))),
+        snapshot_bytes=max(MIN_SNAPSHOT_BYTES, min(wanted, SOCKET_MESSAGE_BYTES - HEADROOM)),
+    )
 
 
 def task_entry(

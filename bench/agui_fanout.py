@@ -2,6 +2,11 @@
 size at 10,000 tasks, and WebSocket fan-out latency (commit -> received) with 1, 100 and
 1,000 connected clients. Prints figures; asserts nothing.
 
+The 10,000 tasks are open (submitted), so all of them stay in the live view (only finished
+tasks leave it, docs/agui.md "How big the view gets"): the whole view's snapshot is
+measured (what the invariant compares, never sent), and so is what a socket sends first —
+the view cut to TASKDECK_VIEW_SNAPSHOT_BYTES, with how many tasks that holds.
+
     .venv/bin/python bench/agui_fanout.py [--scale-out] [--clients 1,100,1000] [--changes 20]
         [--writer process|bench]
 
@@ -209,6 +214,22 @@ def main() -> None:
             sorted(timings)[2] * 1000,
             len(ctx.captured_queries),
         )
+    )
+    from agui import view
+
+    budget = view.limits().snapshot_bytes
+    with CaptureQueriesContext(connection) as ctx:
+        started = time.perf_counter()
+        window = selectors.window(max_bytes=budget)
+        took = time.perf_counter() - started
+    sent = json.dumps(
+        {"type": "STATE_SNAPSHOT", "snapshot": window.snapshot}, separators=(",", ":")
+    )
+    shown = len(window.snapshot["view"]["tasks"])
+    print(
+        f"socket's opening STATE_SNAPSHOT: {shown} of {len(snap['view']['tasks'])} tasks, "
+        f"{len(sent) / 1024:.0f} KiB (budget {budget // 1024} KiB, {len(sent) // max(shown, 1)} "
+        f"bytes a task), built in {took * 1000:.0f} ms, {len(ctx.captured_queries)} queries"
     )
 
 

@@ -387,6 +387,16 @@ TASKDECK = {
         # (a2a/localwake.py); "off": they find out by polling.
         "WAKE_DIR": os.environ.get("TASKDECK_WAKE_DIR", str(VAR_DIR / "wake")),
     },
+    # The AG-UI live view (/view/tasks, docs/agui.md "How big the view gets"): open tasks,
+    # plus finished ones for FINISHED_MINUTES (at most FINISHED_MAX, newest first); older
+    # finished tasks leave it (a `remove` delta) and stay a query away. A socket's opening
+    # STATE_SNAPSHOT holds at most SNAPSHOT_BYTES (capped below the WebSocket server's 1 MiB
+    # message limit); a larger view is sent truncated, and the snapshot says so.
+    "VIEW": {
+        "FINISHED_MINUTES": float(os.environ.get("TASKDECK_VIEW_FINISHED_MINUTES", 60)),
+        "FINISHED_MAX": int(os.environ.get("TASKDECK_VIEW_FINISHED_MAX", 200)),
+        "SNAPSHOT_BYTES": int(os.environ.get("TASKDECK_VIEW_SNAPSHOT_BYTES", 512 * 1024)),
+    },
     "PUSH": {
         # Webhooks may point at loopback, private and link-local addresses (tests, local
         # conformance runs). Off in production: clients must not aim Taskdeck inward.

@@ -1,6 +1,8 @@
 """The Zulip-style invariant: the snapshot taken before, plus every STATE_DELTA emitted
-since, equals a fresh snapshot — for random sequences of operations over several tasks.
-And every ACTIVITY_DELTA applies cleanly to its activity's snapshot."""
+since, equals a fresh snapshot — for random sequences of operations over several tasks,
+also while finished tasks leave the view (a view that keeps one finished task: nearly
+every finish pushes one out). And every ACTIVITY_DELTA applies cleanly to its activity's
+snapshot."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ from datetime import timedelta
 
 import jsonpatch
 import pytest
+from django.conf import settings as django_settings
+from django.test import override_settings
 from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -16,7 +20,7 @@ from hypothesis import strategies as st
 from a2a import services
 from a2a.conditions import parse_conditions
 from a2a.errors import NotAllowedNow, StaleHandle, TaskError, ValidationFailed
-from a2a.lifecycle import TransitionRefused
+from a2a.lifecycle import TERMINAL, TransitionRefused
 from a2a.models import Suspension, Task
 from agui import selectors
 from agui.models import AguiEvent, Interrupt
@@ -24,6 +28,7 @@ from tests.conftest import AGENT, APPROVAL_REQUEST, CLIENT, user_message
 
 pytestmark = pytest.mark.django_db
 
+FINISHED = {str(s) for s in TERMINAL}
 REFUSALS = (TransitionRefused, StaleHandle, ValidationFailed, NotAllowedNow, TaskError)
 OPS = [
     "create",
@@ -132,13 +137,34 @@ def apply(op: str, tasks: list[str], index: int) -> None:
         services.add_artifact(task_id, actor=AGENT, parts=[{"kind": "text", "text": "x"}])
 
 
-@settings(
+STEPS = st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 5)), min_size=1, max_size=25)
+EXAMPLES = settings(
     max_examples=40,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 5)), min_size=1, max_size=25))
+
+
+@EXAMPLES
+@given(STEPS)
 def test_snapshot_plus_deltas_equals_a_fresh_snapshot(steps):
+    replay_equals_fresh(steps)
+
+
+@EXAMPLES
+@given(STEPS)
+def test_snapshot_plus_deltas_equals_a_fresh_snapshot_while_finished_tasks_leave(steps):
+    view = {**django_settings.TASKDECK["VIEW"], "FINISHED_MAX": 1}
+    with override_settings(TASKDECK={**django_settings.TASKDECK, "VIEW": view}):
+        fresh = replay_equals_fresh(steps)
+    # the bound holds, so with more than one finished task some left, by their deltas
+    finished = [e for e in fresh["view"]["tasks"].values() if e["status"] in FINISHED]
+    assert len(finished) <= 1
+
+
+def replay_equals_fresh(steps: list[tuple[str, int]]) -> dict:
+    """Apply `steps`; the snapshot before plus the deltas since must equal a fresh one
+    (returned)."""
     tasks = list(Task.objects.values_list("id", flat=True)[:3])
     before = selectors.snapshot()
     activities = {i.interrupt_id: i.content for i in Interrupt.objects.all()}
@@ -149,7 +175,7 @@ def test_snapshot_plus_deltas_equals_a_fresh_snapshot(steps):
             apply(op, tasks, index)
     state = before
     for row in AguiEvent.objects.filter(id__gt=cursor).order_by("id"):
-        if row.type == "STATE_DELTA":
+        if row.event.get("type") == "STATE_DELTA":  # a task's change, or its leaving
             state = jsonpatch.apply_patch(state, row.event["delta"])
         elif row.type == "ACTIVITY_SNAPSHOT":
             activities[row.event["messageId"]] = row.event["content"]
@@ -157,5 +183,7 @@ def test_snapshot_plus_deltas_equals_a_fresh_snapshot(steps):
             activities[row.event["messageId"]] = jsonpatch.apply_patch(
                 activities[row.event["messageId"]], row.event["patch"]
             )
-    assert state == selectors.snapshot()
+    fresh = selectors.snapshot()
+    assert state == fresh
     assert activities == {i.interrupt_id: i.content for i in Interrupt.objects.all()}
+    return fresh

@@ -1,5 +1,6 @@
 """The projection's cost does not grow with the view: a one-task change emits the same
-delta with 10 or 2,000 other tasks, and the snapshot takes a constant number of queries."""
+delta with 10 or 2,000 other tasks, the snapshot takes a constant number of queries, and
+the opening window a socket sends stays within its byte budget."""
 
 from __future__ import annotations
 
@@ -81,3 +82,26 @@ def test_snapshot_queries_are_constant(make_task):
     waiting.refresh_from_db()
     assert pending["taskId"] == waiting.id
     assert pending["title"] and pending["title"] == waiting.input_request["title"]
+
+
+def test_the_opening_window_stays_within_its_budget_in_constant_queries(make_task):
+    """What a socket sends first: with 10 tasks the whole view, with 2,000 the part that
+    fits the budget (the tasks waiting on someone first), marked cut, in one more query."""
+    waiting = make_task("input-required")
+    add_tasks(10)
+    with CaptureQueriesContext(connection) as few:
+        small = selectors.window(max_bytes=64 * 1024)
+    assert len(few.captured_queries) == 2
+    assert not small.truncated and small.snapshot == selectors.snapshot()
+    Task.objects.filter(context_id="bulk").delete()
+    add_tasks(2000)
+    with CaptureQueriesContext(connection) as many:
+        large = selectors.window(max_bytes=64 * 1024)
+    assert len(many.captured_queries) == 3
+    assert len(json.dumps(large.snapshot, separators=(",", ":"))) <= 64 * 1024
+    shown = len(large.snapshot["view"]["tasks"])
+    assert large.snapshot["truncated"] == {"shown": shown, "total": 2001, "maxBytes": 64 * 1024}
+    assert waiting.id in large.snapshot["view"]["tasks"]  # waits on an operator: first
+    assert set(large.versions) == set(large.snapshot["view"]["tasks"])
+    (pending,) = large.snapshot["view"]["pendingInterrupts"].values()
+    assert pending["taskId"] == waiting.id
