@@ -27,12 +27,8 @@ from a2a.errors import (
 )
 from a2a.models import Task
 from dashboard.models import AuditEntry
+from dashboard.vocabulary import MODE_EFFECT, verb
 
-MODE_EFFECT = {
-    "finish_step": "The agent finishes its current step, then stops.",
-    "interrupt_immediate": "The agent stops now; the step in flight reruns on resume.",
-    "wait_for_completion": "The agent finishes this turn, then stops.",
-}
 REFUSALS = (TaskNotFound, StaleHandle, NotAllowedNow, TransitionRefused, ValidationFailed)
 
 
@@ -181,7 +177,21 @@ def answer(user, task_id: str, *, request_id: str, values: dict[str, Any], summa
     except REFUSALS as exc:
         return refuse(user, "answer", task_id, explain(exc), reason=summary)
     audit(user, "answer", task_id, reason=summary, ok=True, detail=f"answered {request_id}")
-    return Result(True, f"answered: {summary}")
+    return Result(True, said(values))
+
+
+DECIDED = {"approve": "Approved", "reject": "Rejected"}
+
+
+def said(values: dict[str, Any]) -> str:
+    """The flash after an answer, in the words the inbox's records use ("Rejected: too
+    risky"), not the audit's `decision=reject: …` summary: it is read by a person."""
+    for value in values.values():
+        if isinstance(value, dict) and "decision" in value:
+            said_as = DECIDED.get(value["decision"], "Answered")
+            comment = str(value.get("comment") or "").strip()
+            return f"{said_as}: {comment}" if comment else f"{said_as}."
+    return "Answer sent; the task goes on."
 
 
 def field_errors(errors: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -214,8 +224,6 @@ def start_demo(user, skill: str, text: str, metadata: dict[str, Any]) -> tuple[R
 
 # --- bulk -------------------------------------------------------------------------------------
 
-BULK_ACTIONS = ("pause", "resume", "cancel")
-
 
 @dataclass
 class BulkResult:
@@ -226,20 +234,34 @@ class BulkResult:
     @property
     def summary(self) -> str:
         text = f"{self.action}: {len(self.done)} done, {len(self.skipped)} skipped"
-        reasons: dict[str, int] = {}
-        for _, why in self.skipped:
-            reasons[why] = reasons.get(why, 0) + 1
+        reasons = self.skipped_by_reason()
         if reasons:
-            text += " (" + "; ".join(f"{n}: {why}" for why, n in reasons.items()) + ")"
+            text += " (" + "; ".join(f"{len(ids)}: {why}" for why, ids in reasons.items()) + ")"
         return text
+
+    def skipped_by_reason(self) -> dict[str, list[str]]:
+        """Skipped task ids grouped by why, in the order the reasons first came up."""
+        reasons: dict[str, list[str]] = {}
+        for task_id, why in self.skipped:
+            reasons.setdefault(why, []).append(task_id)
+        return reasons
 
 
 def bulk(
-    user, action: str, task_ids: Iterable[str], *, reason: str, mode: str = "finish_step"
+    user,
+    action: str,
+    task_ids: Iterable[str],
+    *,
+    reason: str,
+    mode: str = "finish_step",
+    skipped: Iterable[tuple[str, str]] = (),
 ) -> BulkResult:
     """Apply one action to many tasks, each in its own service call: one task's refusal
-    skips that task only. One audit entry (task "bulk") names what happened to each."""
-    result = BulkResult(action)
+    skips that task only. `skipped` are the tasks the preview already left out (with why):
+    they are not touched, but the summary and the audit entry name them, so the record
+    says what happened to every task the operator saw. One audit entry (task "bulk")
+    names what happened to each."""
+    result = BulkResult(action, skipped=list(skipped))
     who = actor_of(user)
     for task_id in task_ids:
         try:
@@ -257,9 +279,9 @@ def bulk(
             result.done.append(task_id)
     detail = result.summary
     if result.done:
-        detail += "\ndone: " + " ".join(result.done)
-    if result.skipped:
-        detail += "\nskipped: " + " ".join(t for t, _ in result.skipped)
+        detail += f"\n{verb(action).past}: " + " ".join(result.done)
+    for why, ids in result.skipped_by_reason().items():
+        detail += f"\nskipped ({why}): " + " ".join(ids)
     ok = bool(result.done)
     audit(user, f"bulk-{action}", AuditEntry.BULK, reason=reason, ok=ok, detail=detail)
     return result

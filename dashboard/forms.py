@@ -13,7 +13,7 @@ from django import forms
 from a2a import jsonsafe
 from a2a.conditions import MAX_DURATION_MINUTES
 from a2a.models import Suspension
-from dashboard.actions import BULK_ACTIONS
+from dashboard.vocabulary import BULK_ACTIONS, VERBS
 
 REASON_HELP = "Recorded in the audit log and the task's history."
 MODES = [
@@ -108,7 +108,7 @@ class EmitEventForm(forms.Form):
 
 
 class BulkForm(forms.Form):
-    action = forms.ChoiceField(choices=[(a, a) for a in BULK_ACTIONS])
+    action = forms.ChoiceField(choices=[(a, VERBS[a].label) for a in BULK_ACTIONS])
     scope = forms.ChoiceField(
         choices=[("selection", "selected tasks"), ("filter", "all matching the filter")]
     )

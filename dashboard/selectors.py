@@ -7,13 +7,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from a2a.errors import TaskNotFound, TransitionRefused, refusal_hint
+from a2a.event_kinds import EventKind
 from a2a.lifecycle import PAUSED, Action, State, move
-from a2a.models import Task
+from a2a.models import Task, TaskEvent
 from agui.models import Interrupt, ViewTask
 from dashboard.models import AuditEntry
+from dashboard.vocabulary import MODE_EFFECT, verb
 
 STATE_ORDER = [s.value for s in State]
 FILTER_CHARS = 200  # longer is a paste accident; SQLite refuses LIKE patterns past 50 kB
@@ -55,18 +57,38 @@ class Filters:
         return ", ".join(parts) or "all tasks"
 
 
-def _haystack(entry: dict[str, Any]) -> str:
-    pause = entry.get("pause") or {}
-    fields = [
-        entry.get("taskId"),
-        entry.get("contextId"),
-        entry.get("skill"),
-        entry.get("title"),
-        entry.get("statusText"),
-        pause.get("reason"),
-        pause.get("requestedBy"),
-    ]
-    return " ".join(str(f) for f in fields if f).lower()
+# The fields a board search looks in, with the words that name them (the bulk preview says
+# which one matched). static/js/describe.js SEARCH_FIELDS lists the same, in the same order.
+SEARCH_FIELDS: tuple[tuple[str, str], ...] = (
+    ("title", "title"),
+    ("statusText", "status"),
+    ("pause.reason", "pause reason"),
+    ("pause.requestedBy", "paused by"),
+    ("skill", "agent"),
+    ("taskId", "task id"),
+    ("contextId", "context id"),
+)
+
+
+def _field_text(entry: dict[str, Any], path: str) -> str:
+    head, _, tail = path.partition(".")
+    value = (entry.get(head) or {}).get(tail) if tail else entry.get(head)
+    return str(value).lower() if value else ""
+
+
+def search_match(entry: dict[str, Any], q: str) -> str | None:
+    """The name of the first field holding every word of `q`, or None. All the words must
+    be in one field: "Judge batch" finds a task titled "Judge the batch run", not a `batch`
+    agent's task whose pause reason mentions a judge (bulk "all matching the filter" acts
+    on this rule, so a loose match would act on the wrong tasks). Blank `q`: "" (matches)."""
+    terms = q.lower().split()
+    if not terms:
+        return ""
+    for path, name in SEARCH_FIELDS:
+        text = _field_text(entry, path)
+        if text and all(term in text for term in terms):
+            return name
+    return None
 
 
 def entry_matches(entry: dict[str, Any], f: Filters) -> bool:
@@ -82,10 +104,7 @@ def entry_matches(entry: dict[str, Any], f: Filters) -> bool:
         return False
     if f.origin and (entry.get("origin") or {}).get("door", "") != f.origin:
         return False
-    if f.q:
-        hay = _haystack(entry)
-        return all(term in hay for term in f.q.lower().split())
-    return True
+    return search_match(entry, f.q) is not None
 
 
 def matching_entries(f: Filters) -> list[dict[str, Any]]:
@@ -137,24 +156,52 @@ class Preview:
     action: str
     eligible: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[tuple[dict[str, Any], str]] = field(default_factory=list)
+    matched: dict[str, str] = field(default_factory=dict)  # task id -> field the search hit
 
 
-def bulk_preview(action: str, entries: list[dict[str, Any]]) -> Preview:
+def _skip_reason(action: str, state: str | None) -> str | None:
+    """Why `action` would leave a task in `state` alone (None: it would act)."""
+    try:
+        m = move(state, BULK_MOVES[action])
+    except TransitionRefused as exc:
+        return refusal_hint(exc)
+    return "already paused" if m.noop else None
+
+
+def bulk_preview(action: str, entries: list[dict[str, Any]], q: str = "") -> Preview:
     """Which of `entries` the action would change, and why the others would be skipped
-    (the same state machine the services check; the services decide again at run time)."""
+    (the same state machine the services check; the services decide again at run time).
+    With a search `q`, which field each task matched in, so the operator can see why a
+    task is in the list before acting on "all matching the filter"."""
     preview = Preview(action)
     for entry in entries:
-        state = entry.get("status")
-        try:
-            m = move(state, BULK_MOVES[action])
-        except TransitionRefused as exc:
-            preview.skipped.append((entry, refusal_hint(exc)))
-            continue
-        if m.noop:
-            preview.skipped.append((entry, "already paused"))
-        else:
+        why = _skip_reason(action, entry.get("status"))
+        if why is None:
             preview.eligible.append(entry)
+        else:
+            preview.skipped.append((entry, why))
+        if q and (hit := search_match(entry, q)):
+            preview.matched[entry.get("taskId", "")] = hit
     return preview
+
+
+def still_skipped(action: str, task_ids: list[str]) -> list[tuple[str, str]]:
+    """The tasks the preview left out, with why as of now (the preview's reason, unless the
+    task changed since): the confirmation does not act on them, but its summary and audit
+    entry name each one. Ids come from the posted form, so the reasons are worked out here
+    again rather than taken from it."""
+    found = {e["taskId"]: e for e in entries_for(task_ids)}
+    out = []
+    for task_id in task_ids:
+        entry = found.get(task_id)
+        if entry is None:
+            why = "no such task"
+        else:
+            why = _skip_reason(action, entry.get("status")) or (
+                "it was not eligible when previewed; preview again to include it"
+            )
+        out.append((task_id, why))
+    return out
 
 
 def entries_for(task_ids: list[str]) -> list[dict[str, Any]]:
@@ -224,21 +271,27 @@ def inbox(q: str = "", resolved_limit: int = 50) -> tuple[list[InboxItem], list[
     if q:
         terms = q.lower().split()
 
-        def hit(it: InboxItem) -> bool:
-            hay = " ".join(
-                [
-                    it.task.id,
-                    it.title,
-                    it.task.skill,
-                    str(it.request.get("title", "")),
-                    str(it.interrupt.content.get("explanation", "")),
-                ]
-            ).lower()
-            return all(t in hay for t in terms)
+        def hit(it: InboxItem) -> bool:  # every word in one field, as on the board
+            fields = (
+                it.task.id,
+                it.title,
+                it.task.skill,
+                str(it.request.get("title", "")),
+                str(it.interrupt.content.get("explanation", "")),
+            )
+            return any(all(t in text.lower() for t in terms) for text in fields if text)
 
         items_p = [i for i in items_p if hit(i)]
         items_r = [i for i in items_r if hit(i)]
     return items_p, items_r[:resolved_limit]
+
+
+def task_title(task_id: str) -> str:
+    """The title the board and the inbox list show for a task (its view entry's), so an
+    answer card reads the same on the inbox, the task page and the demo, before and after
+    a refused answer. Blank when the task has no view entry yet (the card shows its id)."""
+    title = ViewTask.objects.filter(task_id=task_id).values_list("entry__title", flat=True)
+    return title.first() or ""
 
 
 def pending_interrupt(interrupt_id: str) -> Interrupt | None:
@@ -254,7 +307,87 @@ def pending_interrupt(interrupt_id: str) -> Interrupt | None:
 # --- audit ---------------------------------------------------------------------------------
 
 
-def audit_entries(query, limit: int = 200) -> tuple[list[AuditEntry], dict[str, str]]:
+# Actions API clients take, read from the core's event log (the services write it for every
+# door): the audit names them with the key as actor, no second write path needed. Agents'
+# own parks, the scheduler's timeouts and dashboard users (audited by dashboard.actions,
+# refusals included) are not here.
+API_ACTOR_KINDS = ("apikey", "anonymous")
+API_EVENT_ACTIONS = {
+    EventKind.PAUSED: "pause",
+    EventKind.RESUMED: "resume",
+    EventKind.CANCELED: "cancel",
+    EventKind.INPUT_PROVIDED: "answer",
+}
+DECISION_PAST = {"approved": "Approved", "rejected": "Rejected", "provided": "Answered"}
+
+
+@dataclass(frozen=True)
+class AuditRow:
+    """One line of /audit: an operator's request from the dashboard (an AuditEntry, refused
+    ones included) or an API client's action (a TaskEvent, which exists only when the
+    change was made)."""
+
+    at: datetime
+    who: str
+    action: str
+    task_id: str
+    reason: str
+    outcome: str
+    detail: str
+    via: str  # "dashboard" | "api"
+
+    @classmethod
+    def of_entry(cls, e: AuditEntry) -> AuditRow:
+        return cls(e.at, e.who, e.action, e.task_id, e.reason, e.outcome, e.detail, "dashboard")
+
+    @classmethod
+    def of_event(cls, e: TaskEvent) -> AuditRow:
+        action = API_EVENT_ACTIONS[EventKind(e.kind)]
+        return cls(
+            e.created_at, e.actor, action, e.task_id, e.reason, AuditEntry.Outcome.OK,
+            api_detail(action, e.data or {}), "api",
+        )  # fmt: skip
+
+
+def api_detail(action: str, data: dict[str, Any]) -> str:
+    """What an API client's action did, in the words the dashboard's own entries use."""
+    if action == "answer":
+        said = DECISION_PAST.get(str(data.get("decision", "")), "Answered")
+        text = f"{said} request {data.get('requestId') or ''}".rstrip()
+    else:
+        text = verb(action).past.capitalize()
+    if action == "pause":
+        text += ". " + MODE_EFFECT.get(str(data.get("mode", "")), "")
+        if data.get("deadline"):
+            text += f" Deadline {data['deadline']}."
+    elif action == "resume" and data.get("hadResumeInput"):
+        text += " with input"
+    elif action == "cancel" and data.get("withdrawnRequestId"):
+        text += f"; request {data['withdrawnRequestId']} withdrawn"
+    return text.strip() + " (through the API)"
+
+
+def _api_events(f: dict[str, str], limit: int) -> list[TaskEvent]:
+    """API clients' actions matching the audit filters; they always went through."""
+    kinds = [k for k, a in API_EVENT_ACTIONS.items() if not f["action"] or a == f["action"]]
+    if not kinds or f["outcome"] == AuditEntry.Outcome.REFUSED:
+        return []
+    by_api = Q()
+    for kind in API_ACTOR_KINDS:
+        by_api |= Q(actor__startswith=f"{kind}:")
+    qs = TaskEvent.objects.filter(by_api, kind__in=kinds)
+    if f["who"]:
+        qs = qs.filter(actor__icontains=f["who"])
+    if f["task"]:
+        qs = qs.filter(task_id=f["task"])
+    if f["q"]:
+        qs = qs.filter(reason__icontains=f["q"])
+    return list(qs.order_by("-created_at", "-id")[:limit])
+
+
+def audit_entries(query, limit: int = 200) -> tuple[list[AuditRow], dict[str, str]]:
+    """The newest `limit` lines of the audit: the dashboard's AuditEntry rows and API
+    clients' actions from the event log, merged by time. Two queries."""
     f = {
         k: (query.get(k) or "").replace("\x00", "").strip()[:FILTER_CHARS]
         for k in ("who", "action", "task", "outcome", "q")
@@ -270,7 +403,10 @@ def audit_entries(query, limit: int = 200) -> tuple[list[AuditEntry], dict[str, 
         qs = qs.filter(outcome=f["outcome"])
     if f["q"]:
         qs = qs.filter(reason__icontains=f["q"]) | qs.filter(detail__icontains=f["q"])
-    return list(qs.order_by("-at", "-id")[:limit]), f
+    rows = [AuditRow.of_entry(e) for e in qs.order_by("-at", "-id")[:limit]]
+    rows += [AuditRow.of_event(e) for e in _api_events(f, limit)]
+    rows.sort(key=lambda r: r.at, reverse=True)  # stable: ties keep each source's order
+    return rows[:limit], f
 
 
 def get_task(task_id: str) -> Task:

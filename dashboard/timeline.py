@@ -54,6 +54,9 @@ class Detail:
     artifacts: list[Artifact]
     interrupts: list[Interrupt]
     title: str
+    # "rejected" when the task completed after its last input request was rejected (an
+    # agent that stands down ends `completed`): the page says so beside the state
+    outcome: str = ""
 
 
 OUTPUT = ("progress", "artifact")
@@ -149,7 +152,10 @@ def build(task_id: str) -> Detail:
     requests = {i.request_id: i for i in interrupts if i.kind == Interrupt.Kind.INPUT_REQUEST}
 
     entries: list[Entry] = []
+    decision = ""
     for ev in events:
+        if ev.kind == EventKind.INPUT_PROVIDED:
+            decision = (ev.data or {}).get("decision") or ""
         entry = _entry(ev, by_seq, by_handle, by_artifact, requests)
         if entry is None:
             continue
@@ -172,6 +178,7 @@ def build(task_id: str) -> Detail:
         artifacts=artifacts,
         interrupts=interrupts,
         title=text_of(first.parts if first else None)[:200],
+        outcome="rejected" if task.state == "completed" and decision == "rejected" else "",
     )
 
 

@@ -25,7 +25,7 @@ from a2a.errors import TaskNotFound
 from a2a.lifecycle import PAUSED, TERMINAL, State
 from a2a.models import Task
 from agui.models import Interrupt
-from dashboard import actions, forms, selectors, timeline
+from dashboard import actions, forms, selectors, timeline, vocabulary
 from dashboard.roles import can_operate
 
 STATES = [s.value for s in State]
@@ -269,7 +269,12 @@ def _field_views(
     return out
 
 
-def _item(interrupt, next_url: str, posted=None, errors=None) -> dict[str, Any]:
+def _item(
+    interrupt, next_url: str, posted=None, errors=None, title: str | None = None
+) -> dict[str, Any]:
+    """One answer card. `title` is the task's title when the caller has it already (the
+    inbox reads all of them in one query); otherwise it is looked up, so every card (inbox,
+    task page, demo, and each of them after a refused answer) names the task the same way."""
     content = interrupt.content or {}
     request = content.get("request") or {}
     fields = list(request.get("fields") or [])
@@ -284,6 +289,7 @@ def _item(interrupt, next_url: str, posted=None, errors=None) -> dict[str, Any]:
         "answer_text": posted.get("v.__text__", "") if posted is not None else "",
         "errors": (errors or {}).get("__all__", []),
         "next": next_url,
+        "title": selectors.task_title(interrupt.task_id) if title is None else title,
     }
 
 
@@ -295,7 +301,7 @@ def _inbox_context(request, q: str, failed: dict | None = None) -> dict[str, Any
         if failed and failed["interrupt"].pk == it.interrupt.pk:
             items.append(failed)
         else:
-            items.append(_item(it.interrupt, here) | {"title": it.title})
+            items.append(_item(it.interrupt, here, title=it.title))
     return {
         "page": "inbox",
         "q": q,
@@ -320,7 +326,7 @@ def inbox_item(request: HttpRequest, interrupt_id: str) -> HttpResponse:
     if interrupt is None:
         raise Http404("this request is no longer pending")
     next_url = request.GET.get("next") or reverse("inbox")
-    item = _item(interrupt, _safe_next(request, next_url)) | {"title": ""}
+    item = _item(interrupt, _safe_next(request, next_url))
     return render(request, "dashboard/_inbox_item.html", {"item": item})
 
 
@@ -365,7 +371,6 @@ def inbox_answer(request: HttpRequest, interrupt_id: str) -> HttpResponse:
         return redirect(next_url)
     errors = result.errors or {"__all__": [result.message]}
     failed = _item(interrupt, next_url, request.POST, errors)
-    failed["title"] = ""
     if next_url.startswith(reverse("demo")):
         ctx = _demo_context(request, failed["task"].id, failed=failed)
         return render(request, "dashboard/demo.html", ctx, status=400)
@@ -381,11 +386,16 @@ def inbox_answer(request: HttpRequest, interrupt_id: str) -> HttpResponse:
 
 @operator_only("bulk")
 def bulk(request: HttpRequest) -> HttpResponse:
+    """Preview -> confirm -> summary. A refused form is audited; when only the reason is
+    missing the preview is shown again for the same tasks with the error beside the reason
+    (the operator types it there), instead of a dead end that loses the selection."""
     form = forms.BulkForm(request.POST)
     filters = selectors.Filters.from_query(request.POST)
     back = reverse("board") + (f"?{urlencode(filters.as_query())}" if filters else "")
-    if not form.is_valid():
+    valid = form.is_valid()
+    if not valid:
         actions.refuse(request.user, "bulk", "bulk", _form_refusal(form))
+    if not valid and set(form.errors) - {"reason"}:
         return render(
             request,
             "dashboard/bulk.html",
@@ -393,13 +403,15 @@ def bulk(request: HttpRequest) -> HttpResponse:
             status=400,
         )
     d = form.cleaned_data
+    d.setdefault("reason", "")
+    verb = vocabulary.verb(d["action"])
     d["ids"] = [i for i in d["ids"] if "\x00" not in i]  # no task has one; PostgreSQL can't look
     if d["scope"] == "filter":
         entries = selectors.matching_entries(filters)
     else:
         entries = selectors.entries_for(d["ids"])
-    if request.POST.get("step") != "confirm":
-        preview = selectors.bulk_preview(d["action"], entries)
+    if not valid or request.POST.get("step") != "confirm":
+        preview = selectors.bulk_preview(d["action"], entries, filters.q)
         return render(
             request,
             "dashboard/bulk.html",
@@ -408,15 +420,25 @@ def bulk(request: HttpRequest) -> HttpResponse:
                 "step": "preview",
                 "form": form,
                 "d": d,
+                "verb": verb,
                 "preview": preview,
                 "filters": filters,
                 "back": back,
             },
+            status=200 if valid else 400,
         )
     ids = [i for i in request.POST.getlist("confirmed") if "\x00" not in i]
+    left_out = [i for i in request.POST.getlist("preskipped") if "\x00" not in i and i not in ids]
     mode = d["mode"] or "finish_step"
-    result = actions.bulk(request.user, d["action"], ids, reason=d["reason"], mode=mode)
-    titles = {e["taskId"]: e.get("title", "") for e in selectors.entries_for(ids)}
+    result = actions.bulk(
+        request.user,
+        d["action"],
+        ids,
+        reason=d["reason"],
+        mode=mode,
+        skipped=selectors.still_skipped(d["action"], left_out),
+    )
+    titles = {e["taskId"]: e.get("title", "") for e in selectors.entries_for(ids + left_out)}
     return render(
         request,
         "dashboard/bulk.html",
@@ -424,6 +446,7 @@ def bulk(request: HttpRequest) -> HttpResponse:
             "page": "bulk",
             "step": "done",
             "d": d,
+            "verb": verb,
             "result": result,
             "titles": titles,
             "filters": filters,
@@ -457,7 +480,7 @@ def _demo_context(request, guided: str = "", failed=None) -> dict[str, Any]:
             ).first()
             item = failed
             if item is None and pending is not None:
-                item = _item(pending, request.get_full_path()) | {"title": ""}
+                item = _item(pending, request.get_full_path())
             ctx["guided"] = {
                 "task": task,
                 "item": item,

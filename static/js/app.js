@@ -28,17 +28,30 @@ function updateBadge() {
 live.on("snapshot", updateBadge);
 live.on("change", (ids, pendingChanged) => pendingChanged && updateBadge());
 
+// The server writes times in UTC and says so; here they become the reader's clock, so the
+// page must say that instead: a header's [data-zone] names the browser's zone. A time gets
+// its date when it is not today (and always with data-show="date", as in the audit log).
+const ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone || "local time";
+
+function ymd(d) {
+  const two = (n) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())}`;
+}
+
 export function localiseTimes(root = document) {
+  const today = ymd(new Date());
   for (const t of root.querySelectorAll("time[datetime]")) {
     if (t.dataset.localised) continue;
     const iso = t.getAttribute("datetime");
     const text = hhmm(iso, true);
     if (text) {
-      t.title = iso;
-      t.textContent = text;
+      const day = ymd(new Date(iso));
+      t.title = `${iso} (UTC); shown in ${ZONE}`;
+      t.textContent = t.dataset.show === "date" || day !== today ? `${day} ${text}` : text;
       t.dataset.localised = "1";
     }
   }
+  for (const z of root.querySelectorAll("[data-zone]")) z.textContent = `(your time: ${ZONE})`;
 }
 localiseTimes();
 window.taskdeck.localiseTimes = localiseTimes;

@@ -96,6 +96,36 @@ export function originLabels(origin) {
   };
 }
 
+// The fields a search looks in, named as the bulk preview names them; the same list, in the
+// same order, as dashboard.selectors.SEARCH_FIELDS.
+export const SEARCH_FIELDS = [
+  ["title", "title"],
+  ["statusText", "status"],
+  ["pause.reason", "pause reason"],
+  ["pause.requestedBy", "paused by"],
+  ["skill", "agent"],
+  ["taskId", "task id"],
+  ["contextId", "context id"],
+];
+
+function fieldText(entry, path) {
+  const [head, tail] = path.split(".");
+  const value = tail ? (entry[head] || {})[tail] : entry[head];
+  return value ? String(value).toLowerCase() : "";
+}
+
+// The first field holding every word of q (all in one field: "Judge batch" must not match a
+// batch agent's task whose pause reason says "judge"), "" for an empty q, null for no match.
+export function searchMatch(entry, q) {
+  const terms = (q || "").toLowerCase().split(/\s+/).filter(Boolean);
+  if (!terms.length) return "";
+  for (const [path, name] of SEARCH_FIELDS) {
+    const text = fieldText(entry, path);
+    if (text && terms.every((t) => text.includes(t))) return name;
+  }
+  return null;
+}
+
 // The same rules as dashboard.selectors.entry_matches (the server uses those for bulk).
 export function matches(entry, f) {
   if (f.state === "paused") {
@@ -104,19 +134,7 @@ export function matches(entry, f) {
   if (f.skill && entry.skill !== f.skill) return false;
   if (f.context && entry.contextId !== f.context) return false;
   if (f.origin && ((entry.origin || {}).door || "") !== f.origin) return false;
-  if (f.q) {
-    const pause = entry.pause || {};
-    const hay = [entry.taskId, entry.contextId, entry.skill, entry.title, entry.statusText, pause.reason, pause.requestedBy]
-      .filter(Boolean)
-      .join(" ")
-      .toLowerCase();
-    return f.q
-      .toLowerCase()
-      .split(/\s+/)
-      .filter(Boolean)
-      .every((t) => hay.includes(t));
-  }
-  return true;
+  return searchMatch(entry, f.q) !== null;
 }
 
 export function el(tag, attrs = {}, ...children) {

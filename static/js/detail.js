@@ -1,5 +1,8 @@
 // Task detail: refresh the page's regions when this task changes (a newer version in the
 // live view), count down the pause deadline, and keep forms being edited untouched.
+// A refused action answers from its POST URL (/tasks/<id>/resume, …), which only takes
+// POST: the refresh always fetches the task's own page (data-url), and the address bar is
+// put back to it so a reload or a copied link shows the task, not a 405.
 
 import { coalesced, fetchFragment, trackEdits } from "./fragments.js";
 
@@ -7,11 +10,13 @@ export function start(live) {
   const root = document.getElementById("task-live");
   if (!root) return;
   const taskId = root.dataset.task;
+  const url = root.dataset.url || `/tasks/${encodeURIComponent(taskId)}`;
+  if (location.pathname !== url) history.replaceState(history.state, "", url + location.hash);
   let shown = Number(root.dataset.version);
   trackEdits(root);
 
   const refresh = coalesced(async () => {
-    const doc = await fetchFragment(`${location.pathname}?fragment=1`);
+    const doc = await fetchFragment(`${url}?fragment=1`);
     const head = doc.getElementById("task-head");
     const version = Number(head?.dataset.version || 0);
     if (version < shown) return;

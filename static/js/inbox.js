@@ -44,8 +44,18 @@ export function start(live) {
       if (fresh && old) old.replaceWith(document.importNode(fresh, true));
     }
     window.taskdeck.localiseTimes(lists);
-    if (current && !current.isConnected) select(items()[0] || null, false);
+    if (current && !current.isConnected) {
+      // Its request was answered or withdrawn elsewhere. Choose nothing in its place: the
+      // next `a` must not approve a request the operator has not looked at.
+      select(null);
+      say("The request you had selected is no longer waiting; press j to choose another.");
+    }
   }, "inbox refresh");
+
+  const hint = document.getElementById("inbox-hint");
+  function say(text) {
+    if (hint) hint.textContent = text;
+  }
 
   function pendingIds() {
     return new Set(Object.keys(live.pending));
@@ -79,11 +89,28 @@ export function start(live) {
       e.preventDefault();
       const step = e.key === "j" ? 1 : -1;
       select(all[Math.min(all.length - 1, Math.max(0, at + step))] || all[0]);
-    } else if (e.key === "a" || e.key === "r") {
-      const item = current && current.isConnected ? current : all[0];
-      const radio = item.querySelector(`input[data-decision=${e.key === "a" ? "approve" : "reject"}]`);
+    } else if ((e.key === "a" || e.key === "r") && document.body.dataset.canOperate === "1") {
+      // viewers may watch the inbox, not decide in it: no shortcut, no hint
+      const decision = e.key === "a" ? "approve" : "reject";
+      if (!current || !current.isConnected) {
+        // Nothing chosen yet: choose the first request and say so, but decide nothing. An
+        // approval is sent at once, so it must be for the request the operator is looking at.
+        e.preventDefault();
+        const first = all[0];
+        select(first);
+        const title = (first.querySelector("h3")?.textContent || "").trim() || "the first request";
+        say(
+          first.querySelector(`input[data-decision=${decision}]`)
+            ? `Selected “${title}”. Press ${e.key} again to ${decision} it, or j/k to choose another.`
+            : `Selected “${title}”: it is not an approval; answer it in its form.`,
+        );
+        return;
+      }
+      const item = current;
+      const radio = item.querySelector(`input[data-decision=${decision}]`);
       if (!radio) return;
       e.preventDefault();
+      say("");
       select(item, false);
       radio.checked = true;
       radio.closest("form").dataset.dirty = "1";

@@ -1,0 +1,155 @@
+"""Issue 15, second pass, where the browser's JavaScript decides: the inbox's `a` key never
+answers a request the operator has not chosen, the board's search and the server's bulk
+filter agree that a search's words must share one field, the audit log shows dates in the
+reader's own clock and names it, and two accessibility faults axe reported are gone."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+
+import pytest
+from django.test import Client
+from playwright.sync_api import Page, expect
+
+from dashboard.models import AuditEntry
+from dashboard.selectors import Filters, entry_matches
+from tests.runtime.conftest import state, wait_state
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def live(page: Page) -> None:
+    expect(page.locator("#conn")).to_have_attribute("data-status", "live")
+
+
+@pytest.fixture
+def open_in_zone(browser, site) -> Iterator[Callable[..., Page]]:
+    """open_in_zone(user, "/path", "Asia/Tokyo") -> a signed-in page whose browser runs in
+    that time zone. A JavaScript error fails the test, as with open_as."""
+    contexts = []
+    problems: list[str] = []
+
+    def open_page(user, path: str, zone: str) -> Page:
+        client = Client()
+        client.force_login(user)
+        context = browser.new_context(base_url=site, timezone_id=zone)
+        context.add_cookies(
+            [{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": site}]
+        )
+        contexts.append(context)
+        page = context.new_page()
+        page.set_default_timeout(15_000)
+        page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
+        page.goto(path)
+        return page
+
+    yield open_page
+    for context in contexts:
+        context.close()
+    assert not problems, problems
+
+
+def test_a_with_nothing_selected_chooses_the_first_request_and_answers_nothing(
+    open_as, operator, start
+):
+    task = start("approval", "Roll out release 2.16 to production")
+    wait_state(task.id, "input-required", timeout=60)
+    page = open_as(operator, "/inbox")
+    live(page)
+    item = page.locator(f'.inbox-item[data-task="{task.id}"]')
+    expect(item).to_be_visible()
+    page.evaluate("window.__sameDocument = true")
+
+    page.keyboard.press("a")
+    expect(page.locator("#inbox-hint")).to_have_text(
+        "Selected “Approve the plan”. Press a again to approve it, or j/k to choose another."
+    )
+    expect(item).to_have_class(re.compile(r"\bcurrent\b"))
+    expect(item.locator("input[data-decision=approve]")).not_to_be_checked()
+    assert page.evaluate("window.__sameDocument") is True  # nothing was submitted
+    assert state(task.id) == "input-required"
+    assert not AuditEntry.objects.filter(task_id=task.id, action="answer").exists()
+
+    page.keyboard.press("a")  # now it is the chosen one: approve and send
+    expect(page.locator(".resolved-text").first).to_contain_text("Approved by operator:ana")
+    wait_state(task.id, "completed", timeout=60)
+
+
+def test_a_viewer_pressing_a_or_r_in_the_inbox_decides_nothing_and_is_offered_nothing(
+    open_as, viewer, start
+):
+    task = start("approval", "Rotate the signing keys")
+    wait_state(task.id, "input-required", timeout=60)
+    page = open_as(viewer, "/inbox")
+    live(page)
+    item = page.locator(f'.inbox-item[data-task="{task.id}"]')
+    expect(item).to_be_visible()
+    page.keyboard.press("a")  # nothing chosen: an operator would be offered the first one
+    page.keyboard.press("r")
+    page.keyboard.press("j")  # moving through the list still works for a viewer
+    expect(item).to_have_class(re.compile(r"\bcurrent\b"))
+    expect(page.locator("#inbox-hint")).to_have_text("")
+    assert state(task.id) == "input-required"
+    assert not AuditEntry.objects.filter(task_id=task.id, action="answer").exists()
+
+
+ENTRIES = [
+    {
+        "taskId": "t-decoy",
+        "skill": "batch",
+        "title": "Re-render thumbnails",
+        "status": "paused-by-client",
+        "pause": {"reason": "the judge asked us to hold", "requestedBy": "apikey:ci"},
+    },
+    {"taskId": "t-wanted", "skill": "approval", "title": "Judge the batch", "status": "working"},
+    {"taskId": "t-ctx", "contextId": "ctx-judge", "skill": "batch", "status": "submitted"},
+]
+QUERIES = ["Judge batch", "batch judge", "hold judge", "judge", "BATCH", "ci hold", "t-", ""]
+
+
+def test_the_board_search_and_the_bulk_filter_agree_words_share_one_field(open_as, operator):
+    page = open_as(operator, "/")
+    for q in QUERIES:
+        expected = [e["taskId"] for e in ENTRIES if entry_matches(e, Filters(q=q))]
+        shown = page.evaluate(
+            """async ([entries, q]) => {
+                const m = await import('/static/js/describe.js');
+                return entries.filter((e) => m.matches(e, {q})).map((e) => e.taskId);
+            }""",
+            [ENTRIES, q],
+        )
+        assert shown == expected, q
+    assert [e["taskId"] for e in ENTRIES if entry_matches(e, Filters(q="Judge batch"))] == [
+        "t-wanted"
+    ]
+
+
+def test_the_audit_shows_date_and_time_in_the_readers_zone_and_names_it(open_in_zone, operator):
+    AuditEntry.objects.create(
+        who="operator:ana",
+        action="cancel",
+        task_id="t-1",
+        reason="late night",
+        outcome="ok",
+        at=datetime(2026, 1, 2, 23, 30, 5, tzinfo=UTC),
+    )
+    page = open_in_zone(operator, "/audit", "Asia/Tokyo")
+    expect(page.locator("table.audit th").first).to_have_text("When (your time: Asia/Tokyo)")
+    cell = page.locator("table.audit tbody tr").first.locator("time")
+    expect(cell).to_have_text("2026-01-03 08:30:05")  # the next morning in Tokyo
+
+
+def test_count_cards_say_their_text_and_the_breadcrumb_link_stands_out(open_as, operator, start):
+    task = start("scheduled", "Post the daily digest", minutes=60)
+    page = open_as(operator, "/")
+    live(page)
+    for card in page.locator(".count").all():  # the label's words, as the card shows them
+        seen = " ".join(card.locator(".count-l").inner_text().split())
+        name = re.search(r'link "([^"]*)"', card.aria_snapshot())
+        assert name and seen in name.group(1), (seen, card.aria_snapshot())
+    page.goto(f"/tasks/{task.id}")
+    crumb = page.locator(".crumbs a")
+    expect(crumb).to_have_text("Board")
+    assert "underline" in crumb.evaluate("a => getComputedStyle(a).textDecorationLine")
