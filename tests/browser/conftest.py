@@ -81,15 +81,29 @@ def settle(transactional_db, runtime, start) -> Iterator[None]:  # noqa: F811
 
 @pytest.fixture
 def open_as(browser, site) -> Iterator[Callable[..., Page]]:
-    """open_as(user, "/path") -> a page in a fresh browser context signed in as `user`.
-    Any JavaScript error or alert() fails the test."""
+    """open_as(user, "/path", zone=None, viewport=(1360, 900), scheme=None) -> a page in a
+    fresh browser context signed in as `user` (its clock in the IANA time `zone` if given,
+    else the machine's; its window `viewport` = (width, height) CSS pixels; its
+    prefers-color-scheme "light" or "dark" if `scheme` is given). Any JavaScript error or
+    alert() fails the test."""
     contexts = []
     problems: list[str] = []
 
-    def open_page(user, path: str = "/") -> Page:
+    def open_page(
+        user,
+        path: str = "/",
+        zone: str | None = None,
+        viewport: tuple[int, int] = (1360, 900),
+        scheme: str | None = None,
+    ) -> Page:
         client = Client()
         client.force_login(user)
-        context = browser.new_context(base_url=site, viewport={"width": 1360, "height": 900})
+        context = browser.new_context(
+            base_url=site,
+            viewport={"width": viewport[0], "height": viewport[1]},
+            timezone_id=zone,
+            color_scheme=scheme,
+        )
         context.add_cookies(
             [{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": site}]
         )

@@ -6,11 +6,9 @@ reader's own clock and names it, and two accessibility faults axe reported are g
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 import pytest
-from django.test import Client
 from playwright.sync_api import Page, expect
 
 from dashboard.models import AuditEntry
@@ -22,33 +20,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def live(page: Page) -> None:
     expect(page.locator("#conn")).to_have_attribute("data-status", "live")
-
-
-@pytest.fixture
-def open_in_zone(browser, site) -> Iterator[Callable[..., Page]]:
-    """open_in_zone(user, "/path", "Asia/Tokyo") -> a signed-in page whose browser runs in
-    that time zone. A JavaScript error fails the test, as with open_as."""
-    contexts = []
-    problems: list[str] = []
-
-    def open_page(user, path: str, zone: str) -> Page:
-        client = Client()
-        client.force_login(user)
-        context = browser.new_context(base_url=site, timezone_id=zone)
-        context.add_cookies(
-            [{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": site}]
-        )
-        contexts.append(context)
-        page = context.new_page()
-        page.set_default_timeout(15_000)
-        page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
-        page.goto(path)
-        return page
-
-    yield open_page
-    for context in contexts:
-        context.close()
-    assert not problems, problems
 
 
 def test_a_with_nothing_selected_chooses_the_first_request_and_answers_nothing(
@@ -126,7 +97,7 @@ def test_the_board_search_and_the_bulk_filter_agree_words_share_one_field(open_a
     ]
 
 
-def test_the_audit_shows_date_and_time_in_the_readers_zone_and_names_it(open_in_zone, operator):
+def test_the_audit_shows_date_and_time_in_the_readers_zone_and_names_it(open_as, operator):
     AuditEntry.objects.create(
         who="operator:ana",
         action="cancel",
@@ -135,7 +106,7 @@ def test_the_audit_shows_date_and_time_in_the_readers_zone_and_names_it(open_in_
         outcome="ok",
         at=datetime(2026, 1, 2, 23, 30, 5, tzinfo=UTC),
     )
-    page = open_in_zone(operator, "/audit", "Asia/Tokyo")
+    page = open_as(operator, "/audit", zone="Asia/Tokyo")
     expect(page.locator("table.audit th").first).to_have_text("When (your time: Asia/Tokyo)")
     cell = page.locator("table.audit tbody tr").first.locator("time")
     expect(cell).to_have_text("2026-01-03 08:30:05")  # the next morning in Tokyo
