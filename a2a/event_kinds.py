@@ -25,6 +25,10 @@ class EventKind(StrEnum):
     RESUMED = "resumed"  # ResumedData
     TIMED_OUT = "timed_out"  # TimedOutData; a suspension's deadline with onTimeout fail
     RETRYING = "retrying"  # RetryingData; the run met an infrastructure fault (state unchanged)
+    # no data; a worker took the run of a task resumed to work (state unchanged): the end of
+    # "resumed, waiting for a worker" (a queued task's pickup is its `started`). Not a
+    # status event: A2A streams and push never carry it
+    PICKED_UP = "picked_up"
     COMPLETED = "completed"  # StateData (+ replyOnly)
     FAILED = "failed"  # StateData; the reason is TaskEvent.reason
     REJECTED = "rejected"  # StateData

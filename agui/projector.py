@@ -32,8 +32,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from a2a import notify
-from a2a.event_kinds import EventKind, is_agent_text
+from a2a.event_kinds import EventKind, is_agent_text, is_user_message
 from a2a.formats import pause_facts, text_of, ts
+from a2a.lifecycle import State
 from a2a.models import Message, Task, TaskEvent
 from agui import view
 from agui.models import AguiEvent, Interrupt, ViewTask
@@ -139,6 +140,7 @@ def on_task_event(event: TaskEvent) -> None:
         title=title,
         last_interrupt_id=last_interrupt,
         artifacts=artifacts,
+        waiting_for_worker_since=_waiting_for_worker(event, task, previous),
     )
     if CURRENT_RUN.get() is not None:
         entry["lastRunId"] = CURRENT_RUN.get()
@@ -232,6 +234,24 @@ def evict_now_and_then() -> int:
     evicted = evict_finished()
     _evicted_at = 0.0 if evicted >= EVICT_BATCH else time.monotonic()
     return evicted
+
+
+def _waiting_for_worker(
+    event: TaskEvent, task: Task, previous: dict[str, Any] | None
+) -> str | None:
+    """Since when a task resumed to work waits for a worker to take its run again, or None.
+
+    A queued task shows its wait by its state (`submitted`, until the worker's `started`);
+    a resumed one is `working` at once, so the entry says it: from the `resumed` until the
+    worker's `picked_up` (a2a.runtime.executor) or anything else (the agent's output, a
+    pause, the end). Only a client's message leaves the wait as it was."""
+    if task.state != State.WORKING:
+        return None
+    if event.kind == EventKind.RESUMED:
+        return ts(event.created_at)
+    if is_user_message(event.kind, event.data):
+        return (previous or {}).get("waitingForWorkerSince")
+    return None
 
 
 def _status_message(task: Task) -> Message | None:

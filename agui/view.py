@@ -53,8 +53,11 @@ def task_entry(
     title: str | None = None,
     last_interrupt_id: str | None = None,
     artifacts: int | None = None,
+    waiting_for_worker_since: str | None = None,
 ) -> dict[str, Any]:
-    """The view entry; fields the projector does not recompute carry over from `previous`."""
+    """The view entry; fields the projector does not recompute carry over from `previous`.
+    `waiting_for_worker_since`: when a task resumed to work that no worker has taken yet
+    was resumed (the projector's `_waiting_for_worker`)."""
     previous = previous or {}
     return {
         "taskId": task.id,
@@ -76,6 +79,7 @@ def task_entry(
             else previous.get("summaries", {}).get("artifacts", 0),
         },
         "pause": pause_facts(task.current_suspension),
+        "waitingForWorkerSince": waiting_for_worker_since,
         # where it came in (never changes): {door, ref, title}, or null when not recorded
         "origin": (
             {"door": task.origin, "ref": task.origin_ref, "title": task.origin_title}

@@ -276,4 +276,6 @@ def _entry(ev: TaskEvent, by_seq, by_handle, by_artifact, requests) -> Entry | N
             ],
             **base,
         )
+    if kind == EventKind.PICKED_UP:  # the end of "resumed, waiting for a worker"
+        return Entry(kind="resume", title="A worker took the run again", **base)
     return Entry(kind="state", title=kind.replace("_", " ").capitalize(), text=ev.reason, **base)

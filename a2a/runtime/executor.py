@@ -125,6 +125,8 @@ def _snapshot(task_id: str) -> tuple[Task, dict[int, StepRecord], list[dict], Re
     if last is not None:
         previous = State.PAUSED_BY_AGENT if last.initiator == "agent" else State.PAUSED_BY_CLIENT
         resume = ResumeInfo.of(last, previous)
+        if task.state == State.WORKING:  # taken after a resume: no longer waiting for a worker
+            task = services.note_pickup(task_id, actor=services.Actor("agent", "runtime")) or task
     return task, steps, transcript, resume
 
 

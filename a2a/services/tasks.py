@@ -14,7 +14,7 @@ from a2a.errors import NotAllowedNow, ValidationFailed
 from a2a.event_kinds import EventKind
 from a2a.input_requests import RESPONSE_TYPE, find_data_part
 from a2a.lifecycle import TERMINAL, Action, State, move
-from a2a.models import Artifact, Message, Suspension, Task
+from a2a.models import Artifact, Message, Suspension, Task, TaskEvent
 from a2a.services import checks
 from a2a.services._core import (
     Actor,
@@ -179,6 +179,33 @@ def note_retry(
         data = {"attempt": attempt, "retryAt": retry_at.isoformat(), "error": error[:500]}
         record(task, EventKind.RETRYING, actor, now(), reason=error[:500], data=data)
     return task
+
+
+def note_pickup(task_id: str, *, actor: Actor) -> Task | None:
+    """A worker took the run of a task that was resumed to work: a timeline entry, never a
+    state change, that ends "resumed, waiting for a worker" (the live view's
+    `waitingForWorkerSince`). Written once per resume: nothing when the task is not working
+    or a worker already took its run since the latest resume. A read decides first, so a
+    slice that has nothing to note takes no lock."""
+    if not _awaits_pickup(task_id):
+        return None
+    with transaction.atomic():
+        task = lock(task_id, actor)
+        if task.state != State.WORKING or not _awaits_pickup(task_id):
+            return None
+        record(task, EventKind.PICKED_UP, actor, now())
+    return task
+
+
+def _awaits_pickup(task_id: str) -> bool:
+    """Was the task's latest resume to `working`, with no worker's pickup since?"""
+    last = (
+        TaskEvent.objects.filter(task_id=task_id, kind__in=(EventKind.RESUMED, EventKind.PICKED_UP))
+        .order_by("-id")
+        .values_list("kind", "to_state")
+        .first()
+    )
+    return last is not None and last == (EventKind.RESUMED, State.WORKING)
 
 
 def _agent_message(task: Task, text: str | None, at, extra_parts=()) -> Message | None:

@@ -51,6 +51,7 @@ function deadlineText(pause) {
 
 // "paused by operator:ana: release freeze — since 14:02"
 // "parked: waiting for ci.build.completed:1234 — times out 14:32, then fails"
+// "resumed, waiting for a worker — since 14:05" (working, no worker has taken the run yet)
 export function describe(entry) {
   const s = entry.status;
   const text = entry.statusText || "";
@@ -69,6 +70,10 @@ export function describe(entry) {
   if (s === "input-required") return `waiting for input: ${text || "an answer"} — since ${hhmm(entry.updatedAt)}`;
   if (s === "auth-required") return `waiting for sign-in — since ${hhmm(entry.updatedAt)}`;
   if (s === "submitted") return `queued, waiting for a worker — since ${hhmm(entry.createdAt)}`;
+  // resumed, but no worker has taken the run yet (the view clears it when one does)
+  if (s === "working" && entry.waitingForWorkerSince) {
+    return `resumed, waiting for a worker — since ${hhmm(entry.waitingForWorkerSince)}`;
+  }
   if (s === "working") {
     const step = p ? ` (${p.done} of ${p.total})` : "";
     return `working${step}${text ? `: ${text}` : ""}`;

@@ -43,6 +43,7 @@ OPS = [
     "event",
     "timeout",
     "resume",
+    "pick_up",
     "cancel",
     "complete",
     "fail",
@@ -83,6 +84,7 @@ NEEDS = {
     "event": {"paused-by-agent"},
     "timeout": {"paused-by-agent", "paused-by-client"},
     "resume": {"paused-by-agent", "paused-by-client"},
+    "pick_up": {"working"},
     "complete": {"working"},
     "fail": {"working"},
     "text": {"working"},
@@ -125,6 +127,8 @@ def apply(op: str, tasks: list[str], index: int) -> None:
             services.expire_suspension(open_.handle, actor=services.SCHEDULER)
     elif op == "resume":
         services.resume_task(task_id, actor=CLIENT)
+    elif op == "pick_up":  # a worker takes a resumed run (a no-op unless one waits)
+        services.note_pickup(task_id, actor=AGENT)
     elif op == "cancel":
         services.cancel_task(task_id, actor=CLIENT)
     elif op == "complete":
