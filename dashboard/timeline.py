@@ -57,6 +57,9 @@ class Detail:
     # "rejected" when the task completed after its last input request was rejected (an
     # agent that stands down ends `completed`): the page says so beside the state
     outcome: str = ""
+    # when a task resumed to work has waited for a worker to take its run since (None once
+    # one did: its `picked_up`); the board says the same from the live view
+    waiting_since: datetime | None = None
 
 
 OUTPUT = ("progress", "artifact")
@@ -153,9 +156,14 @@ def build(task_id: str) -> Detail:
 
     entries: list[Entry] = []
     decision = ""
+    waiting_since = None
     for ev in events:
         if ev.kind == EventKind.INPUT_PROVIDED:
             decision = (ev.data or {}).get("decision") or ""
+        if ev.kind == EventKind.RESUMED:
+            waiting_since = ev.created_at if ev.to_state == "working" else None
+        elif ev.kind == EventKind.PICKED_UP:
+            waiting_since = None
         entry = _entry(ev, by_seq, by_handle, by_artifact, requests)
         if entry is None:
             continue
@@ -179,6 +187,7 @@ def build(task_id: str) -> Detail:
         interrupts=interrupts,
         title=text_of(first.parts if first else None)[:200],
         outcome="rejected" if task.state == "completed" and decision == "rejected" else "",
+        waiting_since=waiting_since if task.state == "working" else None,
     )
 
 

@@ -144,3 +144,23 @@ def test_viewers_get_no_approve_or_reject_shortcut_hint(op, view_only, make_task
     as_viewer = view_only.get("/inbox").content.decode()
     assert not hint.search(as_viewer)
     assert "<kbd>j</kbd>" in as_viewer  # moving between requests still works for them
+
+
+# --- bug 4: a resumed task says it waits for a worker ----------------------------------------
+
+
+def test_a_resumed_task_no_worker_took_says_so_on_its_page_until_one_does(op, make_task):
+    task = make_task("working")  # no workers run in these tests: nobody takes the run
+    services.pause_task(task.id, actor=AGENT, reason="hold")
+    services.resume_task(task.id, actor=AGENT)
+    html = op.get(f"/tasks/{task.id}").content.decode()
+    assert "Resumed, waiting for a worker</h2>" in html
+    services.note_pickup(task.id, actor=services.Actor("agent", "runtime"))  # a worker took it
+    html = op.get(f"/tasks/{task.id}").content.decode()
+    assert "waiting for a worker" not in html
+
+
+def test_a_task_resumed_into_a_pause_does_not_wait_for_a_worker(op, make_task):
+    task = make_task("working")
+    services.pause_task(task.id, actor=AGENT, reason="hold")
+    assert "waiting for a worker" not in op.get(f"/tasks/{task.id}").content.decode()
