@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
-import os
 from collections import deque
 
 from channels.db import database_sync_to_async
@@ -60,22 +58,6 @@ def _start() -> tuple[int, list[int]]:
     return top, list(AguiEvent.objects.filter(id__gt=top - WINDOW).values_list("id", flat=True))
 
 
-def freeze_startup_objects() -> None:
-    """Once per process, when the first socket arrives: move every object alive now (the
-    loaded project: modules, settings, URL patterns, the ORM's caches) out of the
-    collector's reach (gc.freeze). A full collection otherwise walks them all — about
-    80 ms in a web process with 100 sockets, during which no socket hears of any change;
-    frozen, it walks what came since (under 10 ms). What is frozen is never freed, so this
-    runs once, after start-up, not per socket."""
-    global _frozen_in
-    if _frozen_in != os.getpid():
-        _frozen_in = os.getpid()
-        gc.freeze()
-
-
-_frozen_in: int | None = None
-
-
 class Tailer:
     def __init__(self) -> None:
         self.queues: set[asyncio.Queue] = set()
@@ -91,7 +73,6 @@ class Tailer:
         self.queues.add(queue)
         loop = asyncio.get_running_loop()
         if self.task is None or self.task.done() or self.loop is not loop:
-            freeze_startup_objects()
             self.loop, self.wake = loop, asyncio.Event()
             self.cursor, committed = await database_sync_to_async(_start)()
             for row_id in committed:

@@ -85,10 +85,15 @@ def search_match(entry: dict[str, Any], q: str) -> str | None:
     if not terms:
         return ""
     for path, name in SEARCH_FIELDS:
-        text = _field_text(entry, path)
-        if text and all(term in text for term in terms):
+        if in_one_field(terms, _field_text(entry, path)):
             return name
     return None
+
+
+def in_one_field(terms: list[str], text: str) -> bool:
+    """Are all the (lower-case) search `terms` in this one field's `text`? The rule of
+    every search on the dashboard (board, bulk filter, inbox)."""
+    return bool(text) and all(term in text.lower() for term in terms)
 
 
 def entry_matches(entry: dict[str, Any], f: Filters) -> bool:
@@ -279,7 +284,7 @@ def inbox(q: str = "", resolved_limit: int = 50) -> tuple[list[InboxItem], list[
                 str(it.request.get("title", "")),
                 str(it.interrupt.content.get("explanation", "")),
             )
-            return any(all(t in text.lower() for t in terms) for text in fields if text)
+            return any(in_one_field(terms, text) for text in fields)
 
         items_p = [i for i in items_p if hit(i)]
         items_r = [i for i in items_r if hit(i)]

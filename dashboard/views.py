@@ -384,6 +384,12 @@ def inbox_answer(request: HttpRequest, interrupt_id: str) -> HttpResponse:
 # --- bulk --------------------------------------------------------------------------------------
 
 
+def _task_ids(posted: list[str]) -> list[str]:
+    """Task ids from a posted form, without those holding NUL: no task has one, and
+    PostgreSQL refuses to look for them."""
+    return [i for i in posted if "\x00" not in i]
+
+
 @operator_only("bulk")
 def bulk(request: HttpRequest) -> HttpResponse:
     """Preview -> confirm -> summary. A refused form is audited; when only the reason is
@@ -405,7 +411,7 @@ def bulk(request: HttpRequest) -> HttpResponse:
     d = form.cleaned_data
     d.setdefault("reason", "")
     verb = vocabulary.verb(d["action"])
-    d["ids"] = [i for i in d["ids"] if "\x00" not in i]  # no task has one; PostgreSQL can't look
+    d["ids"] = _task_ids(d["ids"])
     if d["scope"] == "filter":
         entries = selectors.matching_entries(filters)
     else:
@@ -427,8 +433,8 @@ def bulk(request: HttpRequest) -> HttpResponse:
             },
             status=200 if valid else 400,
         )
-    ids = [i for i in request.POST.getlist("confirmed") if "\x00" not in i]
-    left_out = [i for i in request.POST.getlist("preskipped") if "\x00" not in i and i not in ids]
+    ids = _task_ids(request.POST.getlist("confirmed"))
+    left_out = [i for i in _task_ids(request.POST.getlist("preskipped")) if i not in ids]
     mode = d["mode"] or "finish_step"
     result = actions.bulk(
         request.user,

@@ -152,6 +152,23 @@ def test_the_summary_and_audit_name_what_the_preview_skipped(op, make_task):
     assert f"skipped (already paused): {held.id}" in audit
 
 
+def test_forged_skipped_ids_touch_nothing_and_are_named_as_what_they_are(op, make_task):
+    """The preview's skipped ids come back from the browser: a made-up one is reported as
+    no such task, one with NUL is dropped (PostgreSQL cannot look for it), and neither is
+    acted on; the reasons are the server's, not the form's."""
+    task = make_task("working", text="render one")
+    preview = op.post(
+        "/bulk", {"action": "pause", "scope": "selection", "ids": [task.id], "reason": "freeze"}
+    ).content.decode()
+    form = confirm_form(preview)
+    form["preskipped"] = ["no-such-task", "bad\x00id"]
+    summary = op.post("/bulk", form).content.decode()
+    assert "<strong>1</strong> paused, <strong>1</strong> skipped." in summary
+    entry = AuditEntry.objects.get(action="bulk-pause")
+    assert "skipped (no such task): no-such-task" in entry.detail
+    assert "bad" not in entry.detail
+
+
 def test_cancel_is_spelled_canceled_in_the_preview_and_the_summary(op, make_task):
     task = make_task("working", text="old job")
     data = {"action": "cancel", "scope": "selection", "ids": [task.id], "reason": "obsolete"}
