@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import close_old_connections, transaction
@@ -74,18 +74,26 @@ def recover_runs(*, trust_beats: bool = False) -> int:
     return queued
 
 
-def reclaim_jobs(*, trust_beats: bool) -> int:
+def reclaim_jobs(*, trust_beats: bool, suspects: dict[str, datetime] | None = None) -> int:
     """Mark the job rows that no worker runs any more: django-tasks-db leaves a SIGKILLed
     worker's row RUNNING forever. A row is reclaimed when its worker's beat stopped, or
     when its (living) worker beats for another job — its final status could not be
     written, e.g. while the database was away. Rows of workers that never beat (a plain
-    db_worker) are left alone: nothing says they are dead."""
+    db_worker) are left alone: nothing says they are dead.
+
+    A living worker's beat can name the job before this one: the beat thread may read
+    the job it runs between the claim and django-tasks' task_started signal, or be held
+    up while the worker runs. So "runs another job" is believed only from two different
+    beats: the first sight is remembered in `suspects` (job id → that beat's time, kept by
+    the scheduler across ticks) and the row is marked when a later beat still disagrees.
+    Without `suspects` such rows are never marked."""
     if not trust_beats:
         return 0
     now = timezone.now()
     settled = now - timedelta(seconds=beats.dead_seconds())
     seen = {b.worker: b for b in WorkerBeat.objects.all()}
     reclaimed = 0
+    still: set[str] = set()
     rows = DBTaskResult.objects.running().filter(started_at__lt=settled)
     for job_id, worker_ids in rows.values_list("id", "worker_ids")[:500]:
         beat = seen.get(worker_ids[-1] if worker_ids else "")
@@ -93,7 +101,12 @@ def reclaim_jobs(*, trust_beats: bool) -> int:
             continue
         if beat.beat_at < settled:
             why = f"worker {beat.worker} died (no beat since {beat.beat_at.isoformat()})"
-        elif beat.job_id != job_id:
+        elif beat.job_id != job_id and suspects is not None:
+            key = str(job_id)
+            first = suspects.setdefault(key, beat.beat_at)
+            if beat.beat_at <= first:
+                still.add(key)
+                continue
             why = f"worker {beat.worker} is alive but no longer runs this job"
         else:
             continue
@@ -103,6 +116,9 @@ def reclaim_jobs(*, trust_beats: bool) -> int:
             exception_class_path="a2a.runtime.beats.WorkerLost",
             traceback=why,
         )
+    if suspects is not None:  # a row that agreed again, or ended, is no longer suspect
+        for key in set(suspects) - still:
+            del suspects[key]
     return reclaimed
 
 
@@ -134,6 +150,7 @@ class Health:
     def __init__(self) -> None:
         self.since: float | None = None
         self.pruned_at = 0.0
+        self.suspects: dict[str, datetime] = {}  # see reclaim_jobs
 
     def ok(self) -> None:
         if self.since is None:
@@ -155,7 +172,7 @@ def tick(health: Health | None = None) -> tuple[int, int]:
     try:
         trust = health.trusts_beats()
         fired, recovered = fire_due_timeouts(), recover_runs(trust_beats=trust)
-        reclaimed = reclaim_jobs(trust_beats=trust)
+        reclaimed = reclaim_jobs(trust_beats=trust, suspects=health.suspects)
         if reclaimed:
             log.info("scheduler: %d job rows of dead workers marked failed", reclaimed)
         if time.monotonic() - health.pruned_at >= PRUNE_EVERY_SECONDS:
