@@ -6,6 +6,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# web processes sharing PORT in `make run` (one per core of a 2-core machine; docs/production.md)
+WEB ?= 2
 PG_URL ?= postgres://postgres@127.0.0.1:5432/taskdeck
 REDIS ?= redis://127.0.0.1:6379/0
 
@@ -48,7 +50,7 @@ $(ACPX_STAMP):
 
 acp-peers: $(ACPX_STAMP)
 
-## Run Taskdeck on 127.0.0.1:8000 with demo data: web server, 2 agent workers and the
+## Run Taskdeck on 127.0.0.1:8000 with demo data: 2 web processes, 2 agent workers and the
 ## scheduler (SQLite, in-memory channel layer). DEBUG is on unless TASKDECK_DEBUG=0, and
 ## with it on `serve` refuses any HOST but loopback (docs/production.md, "Security").
 run: $(STAMP)
@@ -58,7 +60,7 @@ run: $(STAMP)
 	  $(PY) manage.py serve --host $(HOST) --port $(PORT) --check >/dev/null && \
 	  $(PY) manage.py migrate --noinput -v0 && \
 	  $(PY) manage.py seed_demo --force --url http://$(HOST):$(PORT) && \
-	  exec $(PY) manage.py serve --host $(HOST) --port $(PORT) --workers 2
+	  exec $(PY) manage.py serve --host $(HOST) --port $(PORT) --web $(WEB) --workers 2
 
 ## Scale-out on one machine: PostgreSQL + Redis (DATABASE_URL / REDIS_URL below), two web
 ## processes on 8001 and 8002, two agent workers and the scheduler. Ctrl+C stops them all.

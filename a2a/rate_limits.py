@@ -6,7 +6,8 @@ answers it as 429 with Retry-After (JSON-RPC: HTTP 429, code -32029; AG-UI runs:
 
 Only API keys (and anonymous callers) are limited: operators act through the dashboard.
 Counts live in Django's cache — Redis when REDIS_URL is set, so every process shares them;
-per process on the embedded default. Fixed one-minute windows: simple, and a burst is at
+per process on the embedded default (`make run` has two web processes: up to twice the
+limit there). Fixed one-minute windows: simple, and a burst is at
 most twice the rate across a window's edge.
 
 Counting runs on the request path, so a Redis that hangs must not hold it: the cache's

@@ -25,10 +25,10 @@ one being measured), each started, measured on every operation and stopped by th
   JSON-RPC app under uvicorn (one process), with .venv-interop/bin/python -I.
 - sdk-pg: the same with the SDK's DatabaseTaskStore (SQLAlchemy async engine, asyncpg,
   default pool) on a fresh database `taskdeck_bench_sdk`: the persisting peer.
-- taskdeck-sqlite: as `make run` starts it: `manage.py serve --port P --workers 2` (one
-  Daphne, two run_workers woken by the doorbell, polling every 1 s as a fallback, the
-  scheduler), SQLite in a temporary directory, the in-memory channel layer and its local
-  wake-ups (a2a/localwake.py).
+- taskdeck-sqlite: as `make run` starts it: `manage.py serve --port P --web 2 --workers 2`
+  (two Daphnes sharing the port, two run_workers woken by the doorbell, polling every 1 s
+  as a fallback, the scheduler), SQLite in a temporary directory, the in-memory channel
+  layer and its local wake-ups (a2a/localwake.py).
 - taskdeck-pg: as `make scale-out`: `manage.py serve --port P1,P2 --workers 2` with
   DATABASE_URL on a fresh database `taskdeck_bench` and REDIS_URL redis db 5.
 Both Taskdeck servers run with DEBUG off (TASKDECK_DEBUG=0) and the per-key task-creation
@@ -303,8 +303,10 @@ def start_taskdeck(key: str, var: Path, running: list[Server]) -> Server:
     command("migrate", "--noinput", "-v0")
     token = command("create_api_key", "bench-load", "--scopes", "read,write").split()[-1]
     log = var / f"{key}.log"
+    # as `make run` (two web processes on one port) and `make scale-out` (one on each port)
+    web = "1" if key == "taskdeck-pg" else "2"
     cmd = [*manage, "serve", "--host", "127.0.0.1", "--port", ",".join(map(str, ports)),
-           "--workers", "2"]  # fmt: skip
+           "--web", web, "--workers", "2"]  # fmt: skip
     with open(log, "w") as out:
         proc = subprocess.Popen(
             cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True

@@ -6,11 +6,17 @@ Each case runs in its own process: settings are read once, at startup."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import http.client
+import json
 import os
+import re
 import secrets
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -189,3 +195,73 @@ def test_make_run_on_a_public_address_refuses_before_touching_anything(tmp_path)
     assert "Refusing to serve on 0.0.0.0 with DEBUG on" in done.stderr, done.stderr
     assert "TASKDECK_DEBUG=0" in done.stderr
     assert not list(tmp_path.glob("*.sqlite3")) and "Taskdeck demo" not in done.stdout
+
+
+# --- Several web processes on one port (`serve --web N`, `make run` uses 2) ---------------
+
+
+def _listening_inodes(port: int) -> set[str]:
+    """Inodes of the sockets listening on `port` (state 0A in /proc/net/tcp{,6})."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as rows:
+            for row in list(rows)[1:]:
+                cols = row.split()
+                if int(cols[1].rsplit(":", 1)[1], 16) == port and cols[3] == "0A":
+                    found.add(cols[9])
+    return found
+
+
+def _socket_inodes(pid: int) -> set[str]:
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    return inodes
+
+
+def test_serve_runs_several_web_processes_on_one_port_each_with_its_own_socket(tmp_path):
+    """`--web 2`: two Daphne processes, each listening on the port with a socket of its
+    own (SO_REUSEPORT: the kernel spreads connections over them), and calls answered."""
+    env = _dev_env(tmp_path, TASKDECK_DEBUG="0", TASKDECK_ALLOWED_HOSTS="127.0.0.1")
+    assert _manage(env, "migrate", "--noinput", "-v0").returncode == 0
+    token = _manage(env, "create_api_key", "web", "--scopes", "read").stdout.split()[-1]
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    serve = subprocess.Popen(
+        [sys.executable, str(ROOT / "manage.py"), "serve", "--port", str(port), "--web", "2",
+         "--workers", "0"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        banner = serve.stdout.readline()
+        assert "2 web processes per port" in banner, banner
+        pids = [int(p) for p in re.findall(r"web-\d+-\d=(\d+)", banner)]
+        assert len(pids) == 2, banner
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}})
+        headers = {"Authorization": f"Bearer {token}", "A2A-Version": "1.0"}
+        answers = []
+        for _ in range(300):  # until both have bound (each logs when it listens)
+            with contextlib.suppress(OSError):
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+                conn.request("POST", "/a2a/", body, {**headers, "Content-Type": "application/json"})
+                answers.append(json.loads(conn.getresponse().read()))
+                conn.close()
+            listening = _listening_inodes(port)
+            if len(answers) >= 5 and all(_socket_inodes(p) & listening for p in pids):
+                break
+            serve.poll()
+            assert serve.returncode is None, serve.stdout.read()
+            time.sleep(0.1)
+        listening = _listening_inodes(port)
+        assert len(listening) == 2, listening  # a socket each, not one shared
+        for pid in pids:
+            assert _socket_inodes(pid) & listening, f"web process {pid} does not listen"
+        assert answers and all(a["result"]["tasks"] == [] for a in answers), answers[:2]
+    finally:
+        serve.terminate()
+        serve.wait(timeout=30)
+    assert serve.returncode == 0
