@@ -253,6 +253,7 @@ def _decide(request: HttpRequest) -> HttpResponseBase | _Blocking:
         dialect=dialects.choose(request.headers, params),
         last_event_id=last_event_id,
         version=version,
+        settle_first=_blocking(name, params),
     )
     outcome = _run(name, params, call)
     if isinstance(outcome, JsonRpcError):
@@ -266,7 +267,7 @@ def _decide(request: HttpRequest) -> HttpResponseBase | _Blocking:
     if isinstance(outcome, streaming.StreamPlan):
         wrap = wire10.stream_event if version == "1.0" else None
         return _sse(sse.stream(outcome, rpc_id, call.dialect, wrap=wrap))
-    if _blocking(name, params) and isinstance(outcome, dict) and "id" in outcome:
+    if call.settle_first and isinstance(outcome, dict) and "id" in outcome:
         return _Blocking(rpc_id, name, params, call, outcome["id"])
     if version == "1.0" and method.to_10 is not None:
         outcome = method.to_10(outcome)

@@ -30,6 +30,10 @@ class Call:
     dialect: Dialect
     last_event_id: int | None = None  # from the Last-Event-ID header of a reconnecting stream
     version: str = "0.3"  # the wire version of the method called: "0.3" or "1.0"
+    # A blocking send: its answer is read once the task settles (a2a.jsonrpc.views), so
+    # the handler returns only {"id": ...} — reading the whole task now cost a blocking
+    # send a fifth of its web process's CPU, for an answer thrown away.
+    settle_first: bool = False
 
     @property
     def actor(self) -> services.Actor:
@@ -82,7 +86,10 @@ def _skill(params_meta: dict, message_meta: dict) -> tuple[str | None, str]:
 def send_message(params: dict, call: Call) -> dict:
     """message/send: the task the message went to, as it is now (a repeated messageId:
     the first send's task; a blocking send then waits for it like the first did)."""
-    return _task_dict(_deliver(params, call), call, _history_length(params))
+    task_id = _deliver(params, call)
+    if call.settle_first:
+        return {"id": task_id}
+    return _task_dict(task_id, call, _history_length(params))
 
 
 def stream_message(params: dict, call: Call) -> streaming.StreamPlan:
