@@ -12,7 +12,7 @@ PG_URL ?= postgres://postgres@127.0.0.1:5432/taskdeck
 REDIS ?= redis://127.0.0.1:6379/0
 
 .PHONY: run scale-out test test-sqlite test-postgres lint install clean
-.PHONY: interop-venv acp-peers
+.PHONY: interop-venv acp-peers test-tools
 
 # The official a2a-sdk client for tests/interop lives in its own virtualenv: its import name
 # is `a2a`, like our Django app, so it must never be installed into $(VENV). The http-server
@@ -50,6 +50,20 @@ $(ACPX_STAMP):
 
 acp-peers: $(ACPX_STAMP)
 
+# axe-core (npm, MPL-2.0), the accessibility engine tests/browser/test_accessibility.py runs
+# in Chromium on every page, light and dark, phone and desktop. Into .test-tools/, never
+# committed.
+TEST_TOOLS := .test-tools
+AXE_VERSION := 4.14.1
+AXE_STAMP := $(TEST_TOOLS)/.installed-axe-$(AXE_VERSION)
+
+$(AXE_STAMP):
+	@command -v npm >/dev/null || { apt-get update -qq && apt-get install -y -qq nodejs npm; }
+	npm install --prefix $(TEST_TOOLS) --no-audit --no-fund --loglevel=error axe-core@$(AXE_VERSION)
+	@rm -f $(TEST_TOOLS)/.installed-*; touch $@
+
+test-tools: $(AXE_STAMP)
+
 ## Run Taskdeck on 127.0.0.1:8000 with demo data: 2 web processes, 2 agent workers and the
 ## scheduler (SQLite, in-memory channel layer). DEBUG is on unless TASKDECK_DEBUG=0, and
 ## with it on `serve` refuses any HOST but loopback (docs/production.md, "Security").
@@ -80,7 +94,7 @@ scale-out: $(STAMP)
 test: $(STAMP)
 	@test -x /usr/bin/chromium || { apt-get update -qq && apt-get install -y -qq chromium; }
 	$(VENV)/bin/ruff check .
-	@$(MAKE) --no-print-directory interop-venv acp-peers
+	@$(MAKE) --no-print-directory interop-venv acp-peers test-tools
 	@# The two databases' runs share nothing (own test databases, ports, Redis only on one)
 	@# and spend much of their time waiting on processes and sockets: run them side by side;
 	@# each one's output is printed whole when it ends (--output-sync).
@@ -93,11 +107,11 @@ test: $(STAMP)
 
 # Browser tests run in their own pytest process: sync Playwright keeps an event loop in
 # the main thread, which the async and ORM tests must not share (STACK-NOTES.md).
-test-sqlite: $(STAMP) interop-venv acp-peers
+test-sqlite: $(STAMP) interop-venv acp-peers test-tools
 	$(VENV)/bin/pytest -p no:cacheprovider tests --ignore=tests/browser
 	$(VENV)/bin/pytest -p no:cacheprovider tests/browser
 
-test-postgres: $(STAMP) interop-venv acp-peers
+test-postgres: $(STAMP) interop-venv acp-peers test-tools
 	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS) TASKDECK_EXPECT_POSTGRES=1 \
 	  $(VENV)/bin/pytest -p no:cacheprovider tests --ignore=tests/browser
 	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS) TASKDECK_EXPECT_POSTGRES=1 \
@@ -115,4 +129,4 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 
 clean:
-	rm -rf $(VENV) $(INTEROP) $(ACP_PEERS) var .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(INTEROP) $(ACP_PEERS) $(TEST_TOOLS) var .pytest_cache .ruff_cache

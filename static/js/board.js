@@ -166,7 +166,9 @@ export function start(live) {
   const calm = matchMedia("(prefers-reduced-motion: reduce)");
   function flash(tr) {
     if (calm.matches || tr.hidden) return;
-    tr.animate([{ backgroundColor: "#fff6d6" }, { backgroundColor: "transparent" }], { duration: 1200, easing: "ease-out" });
+    // the theme's highlight (--flash: pale yellow when light, dim amber when dark)
+    const colour = getComputedStyle(tr).getPropertyValue("--flash").trim() || "#fff6d6";
+    tr.animate([{ backgroundColor: colour }, { backgroundColor: "transparent" }], { duration: 1200, easing: "ease-out" });
   }
 
   live.on("snapshot", (state, t0) => {
