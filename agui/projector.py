@@ -141,6 +141,11 @@ def on_task_event(event: TaskEvent) -> None:
         last_interrupt_id=last_interrupt,
         artifacts=artifacts,
         waiting_for_worker_since=_waiting_for_worker(event, task, previous),
+        decision=(
+            (event.data or {}).get("decision") or "provided"
+            if event.kind == EventKind.INPUT_PROVIDED
+            else None
+        ),
     )
     if CURRENT_RUN.get() is not None:
         entry["lastRunId"] = CURRENT_RUN.get()

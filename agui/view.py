@@ -54,10 +54,13 @@ def task_entry(
     last_interrupt_id: str | None = None,
     artifacts: int | None = None,
     waiting_for_worker_since: str | None = None,
+    decision: str | None = None,
 ) -> dict[str, Any]:
     """The view entry; fields the projector does not recompute carry over from `previous`.
     `waiting_for_worker_since`: when a task resumed to work that no worker has taken yet
-    was resumed (the projector's `_waiting_for_worker`)."""
+    was resumed (the projector's `_waiting_for_worker`). `decision`: the answer to the
+    task's latest input request ("approved", "rejected", "provided"), when this event
+    answered one; a task that completes after a rejection is shown "Completed · rejected"."""
     previous = previous or {}
     return {
         "taskId": task.id,
@@ -80,6 +83,7 @@ def task_entry(
         },
         "pause": pause_facts(task.current_suspension),
         "waitingForWorkerSince": waiting_for_worker_since,
+        "lastDecision": decision or previous.get("lastDecision"),
         # where it came in (never changes): {door, ref, title}, or null when not recorded
         "origin": (
             {"door": task.origin, "ref": task.origin_ref, "title": task.origin_title}

@@ -3,7 +3,7 @@
 // Order is stable (newest task first): at 20 changes a second rows must not jump under the
 // operator's pointer; a changed row flashes instead.
 
-import { describe, el, matches, originLabels, STATE_LABELS, STATES, hhmm } from "./describe.js";
+import { chipLabel, describe, el, matches, originLabels, outcome, STATES, hhmm } from "./describe.js";
 
 const metrics = { firstRender: null, snapshotRender: [], deltas: [], paints: [] };
 window.__boardMetrics = metrics;
@@ -77,11 +77,16 @@ export function start(live) {
     // the entry object (it is the same object).
     const c = row.cells;
     row.entry = entry;
-    if (row.status !== entry.status) {
+    const label = chipLabel(entry);
+    if (row.status !== entry.status || row.label !== label) {
       row.status = entry.status;
+      row.label = label;
       c.chip.dataset.state = entry.status;
-      c.chip.textContent = STATE_LABELS[entry.status] || entry.status;
-      c.chip.title = entry.status;
+      const extra = outcome(entry);
+      if (extra) c.chip.dataset.outcome = extra;
+      else delete c.chip.dataset.outcome;
+      c.chip.textContent = label;
+      c.chip.title = extra ? `${entry.status} (${extra})` : entry.status;
       row.tr.dataset.state = entry.status;
     }
     const title = entry.title || entry.taskId;

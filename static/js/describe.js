@@ -15,6 +15,22 @@ export const STATE_LABELS = {
 };
 
 export const STATES = Object.keys(STATE_LABELS);
+
+// What a task's chip says beyond its state: a task that completed after its latest input
+// request was rejected (an agent that stands down) is "Completed · rejected", in the
+// rejected colour, as on its page; a resumed task no worker has taken yet is "Working ·
+// waiting" (its line says since when). "" when nothing is to be added.
+export function outcome(entry) {
+  if (entry.status === "completed" && entry.lastDecision === "rejected") return "rejected";
+  if (entry.status === "working" && entry.waitingForWorkerSince) return "waiting";
+  return "";
+}
+
+export function chipLabel(entry) {
+  const label = STATE_LABELS[entry.status] || entry.status;
+  const extra = outcome(entry);
+  return extra ? `${label} · ${extra}` : label;
+}
 export const PAUSED = new Set(["paused-by-client", "paused-by-agent"]);
 
 export function hhmm(iso, seconds = false) {

@@ -155,9 +155,11 @@ def test_a_resumed_task_no_worker_took_says_so_on_its_page_until_one_does(op, ma
     services.resume_task(task.id, actor=AGENT)
     html = op.get(f"/tasks/{task.id}").content.decode()
     assert "Resumed, waiting for a worker</h2>" in html
+    assert big_chip(html)[1] == "Working · waiting"  # as the board's chip says it
     services.note_pickup(task.id, actor=services.Actor("agent", "runtime"))  # a worker took it
     html = op.get(f"/tasks/{task.id}").content.decode()
     assert "waiting for a worker" not in html
+    assert big_chip(html)[1] == "Working"
 
 
 def test_a_task_resumed_into_a_pause_does_not_wait_for_a_worker(op, make_task):
