@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, register_converter
 
-from dashboard import views
+from dashboard import favicon, views
 
 
 class IdConverter:
@@ -32,6 +32,7 @@ urlpatterns = [
     path("tasks/<id:task_id>/resume", views.task_resume, name="task-resume"),
     path("tasks/<id:task_id>/cancel", views.task_cancel, name="task-cancel"),
     path("tasks/<id:task_id>/emit", views.task_emit, name="task-emit"),
+    path("favicon-<int:count>.svg", favicon.favicon, name="favicon"),
     path("inbox", views.inbox, name="inbox"),
     path("inbox/<id:interrupt_id>", views.inbox_item, name="inbox-item"),
     path("inbox/<id:interrupt_id>/answer", views.inbox_answer, name="inbox-answer"),

@@ -3,6 +3,7 @@
 
 import { LiveView, socketUrl } from "./live.js";
 import { hhmm } from "./describe.js";
+import * as notice from "./notice.js";
 
 const live = new LiveView(socketUrl());
 window.taskdeck = { live };
@@ -26,6 +27,8 @@ function updateBadge() {
   badge.setAttribute("aria-label", `${n} pending request${n === 1 ? "" : "s"}`);
 }
 live.on("snapshot", updateBadge);
+notice.start(live); // tab title and icon count pending approvals; opt-in notifications
+notice.bindSwitch(document.getElementById("notify-switch"), document.getElementById("notify-note"));
 live.on("change", (ids, pendingChanged) => pendingChanged && updateBadge());
 
 // The server writes times in UTC and says so; here they become the reader's clock, so the
