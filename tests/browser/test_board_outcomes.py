@@ -47,6 +47,4 @@ def test_a_rejected_then_completed_task_reads_rejected_on_the_board(open_as, ope
     expect(plain).to_have_text("Completed")
     expect(plain).not_to_have_attribute("data-outcome", "rejected")
     page.reload()  # the opening snapshot carries it too, not only the live delta
-    expect(page.locator(f'[data-task="{rejected.id}"] .chip')).to_have_text(
-        "Completed · rejected"
-    )
+    expect(page.locator(f'[data-task="{rejected.id}"] .chip')).to_have_text("Completed · rejected")
