@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, register_converter
 
-from dashboard import favicon, views
+from dashboard import exports, favicon, views
 
 
 class IdConverter:
@@ -40,4 +40,5 @@ urlpatterns = [
     path("demo", views.demo, name="demo"),
     path("demo/start", views.demo_start, name="demo-start"),
     path("audit", views.audit, name="audit"),
+    path("audit.csv", exports.audit_csv, name="audit-csv"),
 ]

@@ -2,7 +2,7 @@
 // show times in the reader's clock, then hand over to the page's own module.
 
 import { LiveView, socketUrl } from "./live.js";
-import { hhmm } from "./describe.js";
+import { ago, clock, exact, ZONE } from "./describe.js";
 import * as notice from "./notice.js";
 
 const live = new LiveView(socketUrl());
@@ -31,30 +31,34 @@ notice.start(live); // tab title and icon count pending approvals; opt-in notifi
 notice.bindSwitch(document.getElementById("notify-switch"), document.getElementById("notify-note"));
 live.on("change", (ids, pendingChanged) => pendingChanged && updateBadge());
 
-// The server writes times in UTC and says so; here they become the reader's clock, so the
-// page must say that instead: a header's [data-zone] names the browser's zone. A time gets
-// its date when it is not today (and always with data-show="date", as in the audit log).
-const ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone || "local time";
-
-function ymd(d) {
-  const two = (n) => String(n).padStart(2, "0");
-  return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())}`;
+// The server writes times in UTC and says so; here they become the reader's clock, and
+// the page says whose: a header's [data-zone] and the footer name the browser's zone. A
+// time gets its date when it is not today (always with data-show="date", as in the audit
+// log), its age after it ("14:02 · 3 min ago"; not where a live counter follows it,
+// data-age="no"), and the exact moment with the zone and UTC on hover.
+function ageNode(iso) {
+  const span = document.createElement("span");
+  span.className = "age";
+  span.dataset.since = iso;
+  span.textContent = ` · ${ago(iso)}`;
+  return span;
 }
 
 export function localiseTimes(root = document) {
-  const today = ymd(new Date());
   for (const t of root.querySelectorAll("time[datetime]")) {
     if (t.dataset.localised) continue;
     const iso = t.getAttribute("datetime");
-    const text = hhmm(iso, true);
-    if (text) {
-      const day = ymd(new Date(iso));
-      t.title = `${iso} (UTC); shown in ${ZONE}`;
-      t.textContent = t.dataset.show === "date" || day !== today ? `${day} ${text}` : text;
-      t.dataset.localised = "1";
-    }
+    const dated = t.dataset.show === "date";
+    const text = clock(iso, { seconds: dated, date: dated });
+    if (!text) continue;
+    t.title = exact(iso);
+    t.textContent = text;
+    t.dataset.localised = "1";
+    if (t.dataset.age !== "no") t.after(ageNode(iso));
   }
   for (const z of root.querySelectorAll("[data-zone]")) z.textContent = `(your time: ${ZONE})`;
+  const foot = document.getElementById("zone-note");
+  if (foot) foot.textContent = `Times are in ${ZONE}, this browser's zone; hover one for the exact moment and UTC.`;
 }
 localiseTimes();
 window.taskdeck.localiseTimes = localiseTimes;
@@ -77,7 +81,15 @@ function tick() {
   for (const node of document.querySelectorAll("[data-ago]")) {
     node.textContent = `${duration(now - new Date(node.dataset.ago).getTime())} ago`;
   }
+  if (now - agesAt >= 15000) {
+    agesAt = now;
+    for (const node of document.querySelectorAll(".age[data-since]")) {
+      const text = `${node.dataset.sep ?? " · "}${ago(node.dataset.since, now)}`;
+      if (node.textContent !== text) node.textContent = text;
+    }
+  }
 }
+let agesAt = Date.now();
 tick();
 setInterval(tick, 1000);
 window.taskdeck.tick = tick;

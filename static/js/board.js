@@ -3,7 +3,7 @@
 // Order is stable (newest task first): at 20 changes a second rows must not jump under the
 // operator's pointer; a changed row flashes instead.
 
-import { chipLabel, describe, el, matches, originLabels, outcome, STATES, hhmm } from "./describe.js";
+import { ago, chipLabel, clock, describe, el, exact, matches, originLabels, outcome, STATES } from "./describe.js";
 
 const metrics = { firstRender: null, snapshotRender: [], deltas: [], paints: [] };
 window.__boardMetrics = metrics;
@@ -65,7 +65,8 @@ export function start(live) {
     cells.pct = el("span", { class: "mini-text" });
     tr.append(el("div", { class: "col-progress", role: "cell" }, cells.barWrap, cells.pct));
     cells.time = el("time");
-    tr.append(el("div", { class: "col-time", role: "cell" }, cells.time));
+    cells.age = el("span", { class: "age", dataset: { sep: "" } });
+    tr.append(el("div", { class: "col-time", role: "cell" }, cells.time, cells.age));
     const row = { tr, cells, entry: null, status: null, updatedAt: null };
     placeOrigin(row, entry);
     fillRow(row, entry);
@@ -106,8 +107,10 @@ export function start(live) {
     c.pct.textContent = p ? `${p.done}/${p.total}` : "";
     row.updatedAt = entry.updatedAt;
     c.time.dateTime = entry.updatedAt || "";
-    c.time.textContent = hhmm(entry.updatedAt, true);
-    c.time.title = entry.updatedAt || "";
+    c.time.textContent = clock(entry.updatedAt);
+    c.time.title = exact(entry.updatedAt);
+    c.age.dataset.since = entry.updatedAt || "";
+    c.age.textContent = ago(entry.updatedAt);
     applyVisibility(row);
   }
 

@@ -42,6 +42,55 @@ export function hhmm(iso, seconds = false) {
   return d.toLocaleTimeString([], opts);
 }
 
+// Time that reads right (issue 15): a clock time in the reader's zone, the date when it is
+// not today, the age beside it ("14:02 · 3 min ago"), and the exact moment with the zone
+// named, and UTC, on hover.
+export const ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone || "local time";
+
+export function ymd(d) {
+  const two = (n) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())}`;
+}
+
+// "14:02" today, "2026-11-24 14:02" another day (`seconds`: "14:02:07"; `date`: always
+// with the date, as the audit log's rows).
+export function clock(iso, { seconds = false, date = false } = {}) {
+  const d = new Date(iso);
+  if (!iso || Number.isNaN(d.getTime())) return "";
+  const time = hhmm(iso, seconds);
+  return date || ymd(d) !== ymd(new Date()) ? `${ymd(d)} ${time}` : time;
+}
+
+// "just now", "3 min ago", "2 h ago", "4 days ago", "5 months ago"; "in 12 min" ahead.
+export function ago(iso, now = Date.now()) {
+  const t = new Date(iso).getTime();
+  if (!iso || Number.isNaN(t)) return "";
+  const ms = now - t;
+  const s = Math.abs(ms) / 1000;
+  let text;
+  if (s < 45) return ms >= 0 ? "just now" : "in a moment";
+  if (s < 90) text = "1 min";
+  else if (s < 45 * 60) text = `${Math.round(s / 60)} min`;
+  else if (s < 90 * 60) text = "1 h";
+  else if (s < 22 * 3600) text = `${Math.round(s / 3600)} h`;
+  else if (s < 36 * 3600) text = "1 day";
+  else if (s < 26 * 86400) text = `${Math.round(s / 86400)} days`;
+  else if (s < 320 * 86400) text = `${Math.max(1, Math.round(s / (30 * 86400)))} months`.replace(/^1 months/, "1 month");
+  else text = `${Math.max(1, Math.round(s / (365 * 86400)))} years`.replace(/^1 years/, "1 year");
+  return ms >= 0 ? `${text} ago` : `in ${text}`;
+}
+
+// The hover text: "Thu, 26 Nov 2026, 14:02:07 Europe/Paris · 13:02:07 UTC".
+export function exact(iso) {
+  const d = new Date(iso);
+  if (!iso || Number.isNaN(d.getTime())) return "";
+  const local = d.toLocaleString([], {
+    weekday: "short", day: "numeric", month: "short", year: "numeric",
+    hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false,
+  });
+  return `${local} ${ZONE} · ${d.toISOString().slice(11, 19)} UTC`;
+}
+
 export function onTimeoutText(value) {
   return (
     {
@@ -62,7 +111,7 @@ function waitingFor(pause) {
 
 function deadlineText(pause) {
   if (!pause.deadline) return "";
-  return `, times out ${hhmm(pause.deadline)}, then ${onTimeoutText(pause.onTimeout)}`;
+  return `, times out ${clock(pause.deadline)}, then ${onTimeoutText(pause.onTimeout)}`;
 }
 
 // "paused by operator:ana: release freeze — since 14:02"
@@ -75,27 +124,27 @@ export function describe(entry) {
   const pause = entry.pause;
   if (s === "paused-by-client" && pause) {
     const why = pause.reason ? `: ${pause.reason}` : "";
-    return `paused by ${pause.requestedBy}${why} — since ${hhmm(pause.pausedAt)}${deadlineText(pause)}`;
+    return `paused by ${pause.requestedBy}${why} — since ${clock(pause.pausedAt)}${deadlineText(pause)}`;
   }
   if (s === "paused-by-agent" && pause) {
     const dl = pause.deadline
-      ? `times out ${hhmm(pause.deadline)}, then ${onTimeoutText(pause.onTimeout)}`
-      : `since ${hhmm(pause.pausedAt)}`;
+      ? `times out ${clock(pause.deadline)}, then ${onTimeoutText(pause.onTimeout)}`
+      : `since ${clock(pause.pausedAt)}`;
     return `parked: ${waitingFor(pause)} — ${dl}`;
   }
-  if (s === "input-required") return `waiting for input: ${text || "an answer"} — since ${hhmm(entry.updatedAt)}`;
-  if (s === "auth-required") return `waiting for sign-in — since ${hhmm(entry.updatedAt)}`;
-  if (s === "submitted") return `queued, waiting for a worker — since ${hhmm(entry.createdAt)}`;
+  if (s === "input-required") return `waiting for input: ${text || "an answer"} — since ${clock(entry.updatedAt)}`;
+  if (s === "auth-required") return `waiting for sign-in — since ${clock(entry.updatedAt)}`;
+  if (s === "submitted") return `queued, waiting for a worker — since ${clock(entry.createdAt)}`;
   // resumed, but no worker has taken the run yet (the view clears it when one does)
   if (s === "working" && entry.waitingForWorkerSince) {
-    return `resumed, waiting for a worker — since ${hhmm(entry.waitingForWorkerSince)}`;
+    return `resumed, waiting for a worker — since ${clock(entry.waitingForWorkerSince)}`;
   }
   if (s === "working") {
     const step = p ? ` (${p.done} of ${p.total})` : "";
     return `working${step}${text ? `: ${text}` : ""}`;
   }
   const label = STATE_LABELS[s] || s;
-  return `${label.toLowerCase()} at ${hhmm(entry.updatedAt)}${text ? `: ${text}` : ""}`;
+  return `${label.toLowerCase()} at ${clock(entry.updatedAt)}${text ? `: ${text}` : ""}`;
 }
 
 // Where a task came in by, as the board's tag shows it and a screen reader says it.

@@ -77,7 +77,8 @@ def test_approval_demo_interrupt_arrives_live_bad_answer_refused_then_approved(o
     inbox.locator("body").click(position={"x": 5, "y": 300})
     inbox.keyboard.press("a")  # approve and send
     expect(inbox.locator(".resolved-text").first).to_contain_text(
-        re.compile("Approved by operator:ana at \\d\\d:\\d\\d:\\d\\d: \u2018ship it\u2019")
+        # the clock in the reader's zone, then its age (issue 15: time that reads right)
+        re.compile("Approved by operator:ana at \\d\\d:\\d\\d · just now: \u2018ship it\u2019")
     )
     wait_state(task_id, "completed")
     entries = AuditEntry.objects.filter(task_id=task_id).order_by("id")
