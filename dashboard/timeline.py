@@ -164,7 +164,7 @@ def build(task_id: str) -> Detail:
             waiting_since = ev.created_at if ev.to_state == "working" else None
         elif ev.kind == EventKind.PICKED_UP:
             waiting_since = None
-        entry = _entry(ev, by_seq, by_handle, by_artifact, requests)
+        entry = entry_of(ev, by_seq, by_handle, by_artifact, requests)
         if entry is None:
             continue
         last = entries[-1] if entries else None
@@ -191,7 +191,10 @@ def build(task_id: str) -> Detail:
     )
 
 
-def _entry(ev: TaskEvent, by_seq, by_handle, by_artifact, requests) -> Entry | None:
+def entry_of(ev: TaskEvent, by_seq, by_handle, by_artifact, requests) -> Entry | None:
+    """One event as a timeline entry (None: not shown). The maps name what events point
+    at (messages by seq, suspensions by handle, artifacts by id, requests by id); a
+    missing one makes a plainer entry, never an error (the inbox passes only some)."""
     data = ev.data or {}
     changed = ev.from_state != ev.to_state
     base = {"at": ev.created_at, "actor": ev.actor, "state": ev.to_state if changed else ""}

@@ -26,6 +26,7 @@ from a2a.lifecycle import PAUSED, TERMINAL, State
 from a2a.models import Task
 from agui.models import Interrupt
 from dashboard import actions, forms, selectors, timeline, vocabulary
+from dashboard import context as decision_context
 from dashboard.roles import can_operate
 
 STATES = [s.value for s in State]
@@ -270,7 +271,12 @@ def _field_views(
 
 
 def _item(
-    interrupt, next_url: str, posted=None, errors=None, title: str | None = None
+    interrupt,
+    next_url: str,
+    posted=None,
+    errors=None,
+    title: str | None = None,
+    context: decision_context.Context | None = None,
 ) -> dict[str, Any]:
     """One answer card. `title` is the task's title when the caller has it already (the
     inbox reads all of them in one query); otherwise it is looked up, so every card (inbox,
@@ -290,6 +296,8 @@ def _item(
         "errors": (errors or {}).get("__all__", []),
         "next": next_url,
         "title": selectors.task_title(interrupt.task_id) if title is None else title,
+        # the inbox's: what it asks to approve and what led there (dashboard/context.py)
+        "context": context,
     }
 
 
@@ -297,11 +305,13 @@ def _inbox_context(request, q: str, failed: dict | None = None) -> dict[str, Any
     pending, resolved = selectors.inbox(q)
     here = request.path + (f"?{urlencode({'q': q})}" if q else "")
     items = []
+    contexts = decision_context.for_requests([it.interrupt for it in pending])
     for it in pending:
+        context = contexts.get(it.task.id)
         if failed and failed["interrupt"].pk == it.interrupt.pk:
-            items.append(failed)
+            items.append({**failed, "context": context})
         else:
-            items.append(_item(it.interrupt, here, title=it.title))
+            items.append(_item(it.interrupt, here, title=it.title, context=context))
     return {
         "page": "inbox",
         "q": q,
@@ -326,7 +336,8 @@ def inbox_item(request: HttpRequest, interrupt_id: str) -> HttpResponse:
     if interrupt is None:
         raise Http404("this request is no longer pending")
     next_url = request.GET.get("next") or reverse("inbox")
-    item = _item(interrupt, _safe_next(request, next_url))
+    context = decision_context.for_requests([interrupt]).get(interrupt.task_id)
+    item = _item(interrupt, _safe_next(request, next_url), context=context)
     return render(request, "dashboard/_inbox_item.html", {"item": item})
 
 
