@@ -142,6 +142,11 @@ class DemoForm(forms.Form):
 APPROVE, REJECT = "approve", "reject"
 
 
+def refusal(form: forms.Form) -> str:
+    """A refused form's errors in one line, for the audit record of the refusal."""
+    return "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())
+
+
 def _number(raw: str) -> Any:
     try:
         value = float(raw)

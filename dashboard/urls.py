@@ -2,7 +2,8 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, register_converter
 
-from dashboard import exports, favicon, views
+from dashboard import exports, favicon
+from dashboard.pages import access, audit, board, bulk, demo, inbox, task
 
 
 class IdConverter:
@@ -24,21 +25,21 @@ urlpatterns = [
     path("", include("a2a.urls")),
     path("", include("agui.urls")),
     path("admin/", admin.site.urls),
-    path("login/", views.LoginView.as_view(), name="login"),
+    path("login/", access.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("", views.board, name="board"),
-    path("tasks/<id:task_id>", views.task_detail, name="task-detail"),
-    path("tasks/<id:task_id>/pause", views.task_pause, name="task-pause"),
-    path("tasks/<id:task_id>/resume", views.task_resume, name="task-resume"),
-    path("tasks/<id:task_id>/cancel", views.task_cancel, name="task-cancel"),
-    path("tasks/<id:task_id>/emit", views.task_emit, name="task-emit"),
+    path("", board.board, name="board"),
+    path("tasks/<id:task_id>", task.task_detail, name="task-detail"),
+    path("tasks/<id:task_id>/pause", task.task_pause, name="task-pause"),
+    path("tasks/<id:task_id>/resume", task.task_resume, name="task-resume"),
+    path("tasks/<id:task_id>/cancel", task.task_cancel, name="task-cancel"),
+    path("tasks/<id:task_id>/emit", task.task_emit, name="task-emit"),
     path("favicon-<int:count>.svg", favicon.favicon, name="favicon"),
-    path("inbox", views.inbox, name="inbox"),
-    path("inbox/<id:interrupt_id>", views.inbox_item, name="inbox-item"),
-    path("inbox/<id:interrupt_id>/answer", views.inbox_answer, name="inbox-answer"),
-    path("bulk", views.bulk, name="bulk"),
-    path("demo", views.demo, name="demo"),
-    path("demo/start", views.demo_start, name="demo-start"),
-    path("audit", views.audit, name="audit"),
+    path("inbox", inbox.inbox, name="inbox"),
+    path("inbox/<id:interrupt_id>", inbox.inbox_item, name="inbox-item"),
+    path("inbox/<id:interrupt_id>/answer", inbox.inbox_answer, name="inbox-answer"),
+    path("bulk", bulk.bulk, name="bulk"),
+    path("demo", demo.demo, name="demo"),
+    path("demo/start", demo.demo_start, name="demo-start"),
+    path("audit", audit.audit, name="audit"),
     path("audit.csv", exports.audit_csv, name="audit-csv"),
 ]

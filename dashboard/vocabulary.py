@@ -31,6 +31,12 @@ VERBS: dict[str, Verb] = {
 }
 
 BULK_ACTIONS = ("pause", "resume", "cancel")
+# What the audit log's action filter offers: every action an operator's request is
+# recorded under (dashboard.actions), and the API clients' (selectors.API_EVENT_ACTIONS).
+AUDIT_ACTIONS = [
+    "pause", "resume", "cancel", "answer", "emit-event", "start",
+    "bulk-pause", "bulk-resume", "bulk-cancel", "bulk",
+]  # fmt: skip
 
 # What each pause mode means for the agent (the audit detail of a pause, the dashboard's or
 # an API client's).
