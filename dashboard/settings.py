@@ -302,6 +302,11 @@ if PRODUCTION:
     SECURE_HSTS_SECONDS = int(os.environ.get("TASKDECK_HSTS_SECONDS", 31_536_000))
     SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("TASKDECK_HSTS_INCLUDE_SUBDOMAINS", True)
     SECURE_HSTS_PRELOAD = env_bool("TASKDECK_HSTS_PRELOAD", True)
+    # hashed, compressed, cached for good (dashboard/static_files.py; needs collectstatic)
+    STORAGES = {
+        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+        "staticfiles": {"BACKEND": "dashboard.static_files.Storage"},
+    }
 # --- Production (end) ---------------------------------------------------------------------------
 
 # --- Taskdeck -----------------------------------------------------------------------------

@@ -107,10 +107,11 @@ document.addEventListener("keydown", (e) => {
   }
 });
 
-const page = document.body.dataset.page;
-const modules = { board: "./board.js", detail: "./detail.js", inbox: "./inbox.js", demo: "./demo.js" };
-if (modules[page]) {
-  const mod = await import(modules[page]);
+// The page's own module, named by its template with {% static %} (hashed in production,
+// so it and its imports are the same module instances app.js uses).
+const pageModule = document.body.dataset.module;
+if (pageModule) {
+  const mod = await import(pageModule);
   mod.start(live);
 }
 live.connect();
