@@ -64,6 +64,16 @@ class Detail:
 
 OUTPUT = ("progress", "artifact")
 
+# The timeline's filters (issue 15): what each entry kind counts as. Output (progress,
+# artifacts) shows under "All" only.
+GROUPS = {
+    "message": "messages",
+    "state": "states", "pause": "states", "resume": "states", "retry": "states",
+    "request": "decisions", "decision": "decisions",
+}  # fmt: skip
+FILTERS = [("all", "All"), ("messages", "Messages"), ("states", "State changes"),
+           ("decisions", "Decisions")]  # fmt: skip
+
 
 def _merge(run: Entry, entry: Entry, ev: TaskEvent) -> Entry:
     """Progress reports and artifact updates in a row become one "output" entry: the

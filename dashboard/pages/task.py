@@ -35,6 +35,39 @@ def _emit_defaults(task: Task) -> dict[str, Any] | None:
     return None
 
 
+PAYLOAD_CHARS = 50_000
+
+
+def payloads(detail: timeline.Detail) -> dict[str, Any]:
+    """The task's payloads as JSON, for the page's collapsible view: what the agent and
+    its clients actually sent (message parts, artifact parts, metadata), from the core's
+    rows rather than any door's wire format. Cut at PAYLOAD_CHARS."""
+    task = detail.task
+    data = {
+        "taskId": task.id,
+        "contextId": task.context_id,
+        "state": task.state,
+        "metadata": task.metadata,
+        "messages": [
+            {
+                "seq": m.seq,
+                "messageId": m.message_id,
+                "role": m.role,
+                "parts": m.parts,
+                "metadata": m.metadata,
+            }
+            for m in detail.messages
+        ],
+        "artifacts": [
+            {"artifactId": a.artifact_id, "name": a.name, "parts": a.parts, "metadata": a.metadata}
+            for a in detail.artifacts
+        ],
+    }
+    text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+    cut = len(text) > PAYLOAD_CHARS
+    return {"payloads": text[:PAYLOAD_CHARS], "payloads_cut": PAYLOAD_CHARS if cut else 0}
+
+
 def context(request, task_id: str, **extra) -> dict[str, Any]:
     try:
         detail = timeline.build(task_id)
@@ -68,6 +101,8 @@ def context(request, task_id: str, **extra) -> dict[str, Any]:
         "emit_form": forms.EmitEventForm(initial=emit) if emit else None,
         "item": answer_card.card(pending, request.get_full_path()) if pending else None,
         "progress": task.progress,
+        "timeline_filters": timeline.FILTERS,
+        **payloads(detail),
         "action_sig": f"{task.state}:{susp.handle if susp else ''}:{pending.pk if pending else ''}",
     }
     ctx.update(extra)

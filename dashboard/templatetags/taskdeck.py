@@ -45,6 +45,14 @@ def hhmm(value) -> str:
 
 
 @register.filter
+def timeline_group(kind: str) -> str:
+    """Which timeline filter an entry kind belongs to (dashboard.timeline.GROUPS)."""
+    from dashboard.timeline import GROUPS
+
+    return GROUPS.get(kind, "other")
+
+
+@register.filter
 def pretty_json(value) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
 

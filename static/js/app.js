@@ -94,6 +94,25 @@ tick();
 setInterval(tick, 1000);
 window.taskdeck.tick = tick;
 
+// Copy buttons: [data-copy] copies its value, [data-copy-from] the text of the node it
+// names; the button says "Copied" for a moment (and a screen reader hears it).
+document.addEventListener("click", async (e) => {
+  const button = e.target.closest && e.target.closest("[data-copy], [data-copy-from]");
+  if (!button) return;
+  const from = button.dataset.copyFrom && document.getElementById(button.dataset.copyFrom);
+  const text = from ? from.textContent : button.dataset.copy;
+  let said = "Copied";
+  try {
+    await navigator.clipboard.writeText(text);
+  } catch (err) {
+    said = "Copy failed";
+  }
+  const label = button.textContent;
+  button.textContent = said;
+  button.setAttribute("aria-live", "polite");
+  setTimeout(() => (button.textContent = label), 1500);
+});
+
 // "/" focuses the page's search box (board, inbox) unless one is typing already.
 document.addEventListener("keydown", (e) => {
   if (e.key !== "/" || e.ctrlKey || e.metaKey || e.altKey) return;

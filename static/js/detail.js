@@ -15,6 +15,30 @@ export function start(live) {
   let shown = Number(root.dataset.version);
   trackEdits(root);
 
+  // Timeline filters (All / Messages / State changes / Decisions): kept while the page
+  // refreshes its regions.
+  let filter = "all";
+  function applyFilter() {
+    const section = document.getElementById("task-timeline");
+    if (!section) return;
+    let visible = 0;
+    for (const li of section.querySelectorAll("li.tl")) {
+      li.hidden = filter !== "all" && li.dataset.group !== filter;
+      if (!li.hidden) visible += 1;
+    }
+    for (const b of section.querySelectorAll("[data-tl-filter]")) {
+      b.setAttribute("aria-pressed", String(b.dataset.tlFilter === filter));
+    }
+    const none = section.querySelector(".tl-none");
+    if (none) none.hidden = visible > 0;
+  }
+  root.addEventListener("click", (e) => {
+    const b = e.target.closest && e.target.closest("[data-tl-filter]");
+    if (!b) return;
+    filter = b.dataset.tlFilter;
+    applyFilter();
+  });
+
   const refresh = coalesced(async () => {
     const doc = await fetchFragment(`${url}?fragment=1`);
     const head = doc.getElementById("task-head");
@@ -29,6 +53,7 @@ export function start(live) {
       current.replaceWith(document.importNode(fresh, true));
     }
     root.dataset.version = String(shown);
+    applyFilter();
     window.taskdeck.localiseTimes(root);
     window.taskdeck.tick();
   }, "refresh");
