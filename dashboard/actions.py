@@ -82,7 +82,8 @@ def _run(user, action: str, task_id: str, call, *, reason: str = "", done: str) 
     try:
         call()
     except REFUSALS as exc:
-        return refuse(user, action, task_id, explain(exc), reason=reason)
+        errors = exc.errors if isinstance(exc, ValidationFailed) else None  # by field path
+        return refuse(user, action, task_id, explain(exc), reason=reason, errors=errors)
     audit(user, action, task_id, reason=reason, ok=True, detail=done)
     return Result(True, done)
 

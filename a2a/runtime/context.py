@@ -345,13 +345,23 @@ class AgentContext:
             ),
         )
 
-    async def pause_self(self, reason: str) -> ResumeInfo:
+    async def pause_self(
+        self, reason: str, *, expects: list[dict[str, Any]] | None = None
+    ) -> ResumeInfo:
         """Ask to be paused as a client pause would (`paused-by-client`): for policies such
-        as a spent budget, where an operator decides whether to go on."""
+        as a spent budget, where an operator decides whether to go on. `expects`: the
+        input the agent wants back, as input-request fields (the dashboard's resume form
+        shows them; a resume whose input does not fit them is refused)."""
+        metadata: dict[str, Any] = {}
+        if expects:
+            metadata["resumeInput"] = {"fields": expects}
         return await self._wait(
             f"pause:{reason}",
             lambda seq: services.pause_task(
-                self.task_id, actor=self.actor, reason=reason, metadata={"runtimeStep": seq}
+                self.task_id,
+                actor=self.actor,
+                reason=reason,
+                metadata={"runtimeStep": seq, **metadata},
             ),
         )
 

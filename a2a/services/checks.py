@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from a2a import jsonsafe, skills
+from a2a import input_requests, jsonsafe, skills
 from a2a.conditions import Conditions, parse_conditions
 from a2a.models import Suspension
 from a2a.validation import ValidationFailed
@@ -108,3 +108,49 @@ def identifier(value: Any, field: str) -> str:
     if not isinstance(value, str) or not value or len(value) > MAX_ID:
         raise ValidationFailed({field: [f"must be a non-empty string of at most {MAX_ID}"]})
     return storable(value, field)
+
+
+def resume_input_spec(metadata: dict[str, Any]) -> dict[str, Any]:
+    """A pause's `metadata.resumeInput` — what input the pausing side expects back, as
+    `{"fields": [...]}` in the input requests' field shape (PROTOCOL.md §3) — checked and
+    made canonical; `metadata` unchanged when it has none. Dashboards draw a typed resume
+    form from it; a resume that brings input is validated against it (resume_input)."""
+    if "resumeInput" not in metadata:
+        return metadata
+    spec = metadata["resumeInput"]
+    if not isinstance(spec, dict) or set(spec) - {"fields"} or "fields" not in spec:
+        raise ValidationFailed({"metadata.resumeInput": ['must be {"fields": [...]}']})
+    try:
+        parsed = input_requests.parse_request({"requestId": "resume", "fields": spec["fields"]})
+    except ValidationFailed as exc:
+        raise ValidationFailed(
+            {f"metadata.resumeInput.{k}".rstrip("."): v for k, v in exc.errors.items()}
+        ) from None
+    return {**metadata, "resumeInput": {"fields": parsed["fields"]}}
+
+
+def resume_input(spec: dict[str, Any] | None, value: Any) -> Any:
+    """Resume input checked against the pause's declared fields (resume_input_spec), like
+    an answer to an input request: unknown fields, wrong types and missing required ones
+    are refused under `input.<field>`; defaults are filled in. No spec: any input."""
+    fields = (spec or {}).get("fields")
+    if not fields or value is None:
+        return value
+    try:
+        return input_requests.validate_values({"fields": fields}, value)
+    except ValidationFailed as exc:
+        renamed = {("input" + k[len("values") :]): v for k, v in exc.errors.items()}
+        raise ValidationFailed(renamed) from None
+
+
+def preset_fits(metadata: dict[str, Any], conditions: Conditions, field: str) -> None:
+    """A timeout's preset input (`resume_with_input`) must pass the pause's own declared
+    fields: checked when the pause opens, never when the deadline fires it (a refusal
+    then would leave the task paused past its deadline)."""
+    if conditions.on_timeout != "resume_with_input":
+        return
+    try:
+        resume_input(metadata.get("resumeInput"), conditions.timeout_input)
+    except ValidationFailed as exc:
+        prefix = f"{field}.timeout."
+        raise ValidationFailed({prefix + k: v for k, v in exc.errors.items()}) from None

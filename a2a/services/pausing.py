@@ -98,7 +98,8 @@ def pause_task(
     checks.reason(reason)
     checks.mode(mode)
     resume_when = checks.conditions(resume_when, "resumeWhen")
-    metadata = checks.mapping(metadata, "metadata")
+    metadata = checks.resume_input_spec(checks.mapping(metadata, "metadata"))
+    checks.preset_fits(metadata, resume_when, "resumeWhen")
     with transaction.atomic():
         task = lock(task_id, actor)
         m = move(task.state, Action.PAUSE, dialect)
@@ -155,7 +156,8 @@ def park_task(
     checks.reason(reason, blank=False)
     conditions = checks.conditions(conditions, "conditions")
     checks.text(summary, "summary", limit=checks.MAX_SUMMARY)
-    metadata = checks.mapping(metadata, "metadata")
+    metadata = checks.resume_input_spec(checks.mapping(metadata, "metadata"))
+    checks.preset_fits(metadata, conditions, "conditions")
     with transaction.atomic():
         task = lock(task_id, actor)
         m = move(task.state, Action.PARK)
@@ -214,6 +216,8 @@ def resume_task(
         susp = task.current_suspension
         if handle is not None and (susp is None or susp.handle != handle):
             raise StaleHandle(handle)
+        if susp is not None:  # the input the pausing side said it expects, if it did
+            resume_input = checks.resume_input(susp.metadata.get("resumeInput"), resume_input)
         at = now()
         target = resume_target(susp.paused_from if susp else None)
         if susp is not None:

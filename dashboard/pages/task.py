@@ -15,7 +15,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from a2a.lifecycle import PAUSED, TERMINAL, State
-from a2a.models import Task
+from a2a.models import Suspension, Task
 from dashboard import actions, forms, selectors, timeline
 from dashboard.pages import answer_card
 from dashboard.pages.access import operator_only
@@ -68,6 +68,38 @@ def payloads(detail: timeline.Detail) -> dict[str, Any]:
     return {"payloads": text[:PAYLOAD_CHARS], "payloads_cut": PAYLOAD_CHARS if cut else 0}
 
 
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    return "text" if "\n" in str(value) else "string"
+
+
+def expected_input(susp: Suspension | None) -> tuple[list[dict[str, Any]], str]:
+    """The typed fields of the resume form, and where they come from (issue 15, feature 6):
+    the pause's declared `metadata.resumeInput` fields (an agent's `expects`), or else the
+    keys of a timeout's preset input (typed from their values, prefilled with them: what
+    the deadline would send). ([], "") when the pausing side said nothing: raw JSON."""
+    if susp is None:
+        return [], ""
+    declared = ((susp.metadata or {}).get("resumeInput") or {}).get("fields")
+    if declared:
+        return list(declared), "The input this pause asks for, checked before the task goes on."
+    timeout = (susp.conditions or {}).get("timeout") or {}
+    preset = timeout.get("input") if timeout.get("onTimeout") == "resume_with_input" else None
+    simple = (str, int, float, bool)
+    if isinstance(preset, dict) and preset and all(isinstance(v, simple) for v in preset.values()):
+        fields = [
+            {"name": k, "type": _kind(v), "default": v, "required": False}
+            for k, v in preset.items()
+        ]
+        return fields, "Prefilled with what its deadline would send; change what you need."
+    return [], ""
+
+
 def context(request, task_id: str, **extra) -> dict[str, Any]:
     try:
         detail = timeline.build(task_id)
@@ -102,6 +134,7 @@ def context(request, task_id: str, **extra) -> dict[str, Any]:
         "item": answer_card.card(pending, request.get_full_path()) if pending else None,
         "progress": task.progress,
         "timeline_filters": timeline.FILTERS,
+        **_resume_fields(susp, extra.pop("resume_posted", None), extra.pop("resume_errors", None)),
         **payloads(detail),
         "action_sig": f"{task.state}:{susp.handle if susp else ''}:{pending.pk if pending else ''}",
     }
@@ -126,6 +159,14 @@ def _back_to_task(request, task_id: str, result: actions.Result) -> HttpResponse
 def _detail_error(request, task_id: str, which: str, form, message: str = "", status=400):
     ctx = context(request, task_id, **{f"{which}_form": form, "action_error": (which, message)})
     return render(request, "dashboard/task_detail.html", ctx, status=status)
+
+
+def _typed_resume_error(request, task_id: str, form, errors, message: str = ""):
+    ctx = context(
+        request, task_id, resume_form=form, action_error=("resume", message),
+        resume_posted=request.POST, resume_errors=errors,
+    )  # fmt: skip
+    return render(request, "dashboard/task_detail.html", ctx, status=400)
 
 
 def _task_action(
@@ -162,8 +203,39 @@ def task_pause(request: HttpRequest, task_id: str) -> HttpResponse:
     )  # fmt: skip
 
 
+def _resume_fields(susp, posted=None, errors=None) -> dict[str, Any]:
+    fields, source = expected_input(susp if susp and susp.is_open else None)
+    if not fields:
+        return {"resume_fields": [], "resume_fields_from": ""}
+    return {
+        "resume_fields": answer_card.field_views("resume", fields, posted, errors),
+        "resume_fields_from": source,
+    }
+
+
 @operator_only("resume")
 def task_resume(request: HttpRequest, task_id: str) -> HttpResponse:
+    """With typed fields (expected_input), the posted fields become the resume input,
+    checked like an inbox answer (and by the services against the pause's declaration):
+    a refusal shows each error beside its field and changes nothing."""
+    susp = selectors.get_task(task_id).current_suspension
+    fields, _ = expected_input(susp)
+    if fields:
+        values, errors = forms.answer_values(fields, request.POST)
+        form = forms.ResumeForm(request.POST)
+        if errors or not form.is_valid():
+            actions.refuse(request.user, "resume", task_id, forms.refusal(form) or str(errors))
+            return _typed_resume_error(request, task_id, form, errors)
+        d = form.cleaned_data
+        result = actions.resume(
+            request.user, task_id, handle=d["handle"], resume_input=values or None,
+            continue_transcript=d["continue_transcript"],
+        )  # fmt: skip
+        if result.ok:
+            return _back_to_task(request, task_id, result)
+        errors = result.errors.items()
+        by_field = {k.split(".", 1)[1]: v for k, v in errors if k.startswith("input.")}
+        return _typed_resume_error(request, task_id, form, by_field, result.message)
     return _task_action(
         request, task_id, action="resume", which="resume", form_class=forms.ResumeForm,
         act=lambda d: actions.resume(

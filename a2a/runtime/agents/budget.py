@@ -13,6 +13,16 @@ SKILL = {
     "examples": ["Research three vendors for log storage"],
 }
 STEPS = 6
+# What a resume may bring: more budget (the dashboard's resume form shows this field).
+EXPECTS = [
+    {
+        "name": "budget",
+        "label": "Extra budget (tokens)",
+        "type": "integer",
+        "required": False,
+        "help": "Added to the budget; leave empty to go on with none.",
+    }
+]
 
 
 async def run(ctx: AgentContext) -> str:
@@ -22,7 +32,9 @@ async def run(ctx: AgentContext) -> str:
         spent += await ctx.step(f"think {i}", _think, ctx, i)
         await ctx.progress(i + 1, STEPS)
         if spent > budget:
-            info = await ctx.pause_self(f"token budget exceeded: spent {spent} of {budget}")
+            info = await ctx.pause_self(
+                f"token budget exceeded: spent {spent} of {budget}", expects=EXPECTS
+            )
             extra = info.input.get("budget", 0) if isinstance(info.input, dict) else 0
             budget += int(extra) if isinstance(extra, int) else 0
             await ctx.emit_text(f"Resumed ({info.cause}); budget is now {budget}.")
