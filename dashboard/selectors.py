@@ -3,11 +3,13 @@ queries whatever the number of tasks or the length of a task's history."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from django.db.models import Q, QuerySet
+from django.db.models.functions import Lower
 
 from a2a.errors import TaskNotFound, TransitionRefused, refusal_hint
 from a2a.event_kinds import EventKind
@@ -76,12 +78,24 @@ def _field_text(entry: dict[str, Any], path: str) -> str:
     return str(value).lower() if value else ""
 
 
+_TERMS = re.compile(r'"([^"]*)"|([^\s"]+)')
+
+
+def search_terms(q: str) -> list[str]:
+    """The terms of a search: its words, and each "quoted phrase" as one term (matched as
+    written, spaces included); an unclosed quote is ignored. static/js/describe.js's
+    searchTerms is the same rule."""
+    terms = (phrase or word for phrase, word in _TERMS.findall((q or "").lower()))
+    return [t for t in (" ".join(t.split()) for t in terms) if t]
+
+
 def search_match(entry: dict[str, Any], q: str) -> str | None:
-    """The name of the first field holding every word of `q`, or None. All the words must
+    """The name of the first field holding every term of `q`, or None. All the terms must
     be in one field: "Judge batch" finds a task titled "Judge the batch run", not a `batch`
     agent's task whose pause reason mentions a judge (bulk "all matching the filter" acts
-    on this rule, so a loose match would act on the wrong tasks). Blank `q`: "" (matches)."""
-    terms = q.lower().split()
+    on this rule, so a loose match would act on the wrong tasks); `"batch run"` (quoted)
+    only a field with those words together. Blank `q`: "" (matches)."""
+    terms = search_terms(q)
     if not terms:
         return ""
     for path, name in SEARCH_FIELDS:
@@ -93,7 +107,8 @@ def search_match(entry: dict[str, Any], q: str) -> str | None:
 def in_one_field(terms: list[str], text: str) -> bool:
     """Are all the (lower-case) search `terms` in this one field's `text`? The rule of
     every search on the dashboard (board, bulk filter, inbox)."""
-    return bool(text) and all(term in text.lower() for term in terms)
+    text = " ".join(text.lower().split())  # a phrase matches across any run of spaces
+    return bool(text) and all(term in text for term in terms)
 
 
 def entry_matches(entry: dict[str, Any], f: Filters) -> bool:
@@ -274,7 +289,7 @@ def inbox(q: str = "", resolved_limit: int = 50) -> tuple[list[InboxItem], list[
     items_p = [item(i) for i in pending]
     items_r = [item(i) for i in resolved]
     if q:
-        terms = q.lower().split()
+        terms = search_terms(q)
 
         def hit(it: InboxItem) -> bool:  # every word in one field, as on the board
             fields = (
@@ -372,11 +387,12 @@ def api_detail(action: str, data: dict[str, Any]) -> str:
     return text.strip() + " (through the API)"
 
 
-def _api_events(f: dict[str, str], limit: int) -> list[TaskEvent]:
-    """API clients' actions matching the audit filters; they always went through."""
+def _api_events(f: dict[str, str]):
+    """API clients' actions matching the audit filters (a queryset); they always went
+    through."""
     kinds = [k for k, a in API_EVENT_ACTIONS.items() if not f["action"] or a == f["action"]]
     if not kinds or f["outcome"] == AuditEntry.Outcome.REFUSED:
-        return []
+        return TaskEvent.objects.none()
     by_api = Q()
     for kind in API_ACTOR_KINDS:
         by_api |= Q(actor__startswith=f"{kind}:")
@@ -387,16 +403,47 @@ def _api_events(f: dict[str, str], limit: int) -> list[TaskEvent]:
         qs = qs.filter(task_id=f["task"])
     if f["q"]:
         qs = qs.filter(reason__icontains=f["q"])
-    return list(qs.order_by("-created_at", "-id")[:limit])
+    return qs
 
 
-def audit_entries(query, limit: int = 200) -> tuple[list[AuditRow], dict[str, str]]:
-    """The newest `limit` lines of the audit: the dashboard's AuditEntry rows and API
-    clients' actions from the event log, merged by time. Two queries."""
+# The audit's sort orders: key -> (AuditEntry ordering, TaskEvent ordering, merge key,
+# reversed). "who" sorts case-blind, each name's lines newest first. (The database's
+# collation may order punctuation apart from Python's: a page boundary inside one name
+# could then differ by a line; times and the default order are exact.)
+AUDIT_SORTS = {
+    "-at": (("-at", "-id"), ("-created_at", "-id"), lambda r: r.at, True),
+    "at": (("at", "id"), ("created_at", "id"), lambda r: r.at, False),
+    "who": ((Lower("who"), "-at"), (Lower("actor"), "-created_at"),
+            lambda r: (r.who.lower(), -r.at.timestamp()), False),
+    "-who": ((Lower("who").desc(), "-at"), (Lower("actor").desc(), "-created_at"),
+             lambda r: (r.who.lower(), r.at.timestamp()), True),
+}  # fmt: skip
+AUDIT_PAGE = 100
+AUDIT_DEPTH = 10_000  # the deepest row paging reaches; filters narrow past it
+
+
+@dataclass
+class AuditPage:
+    rows: list[AuditRow]
+    filters: dict[str, str]
+    sort: str
+    page: int
+    pages: int
+    total: int
+    first: int  # the 1-based number of the page's first row (0 when empty)
+
+
+def audit_entries(query, size: int = AUDIT_PAGE) -> AuditPage:
+    """One page of the audit: the dashboard's AuditEntry rows and API clients' actions
+    from the event log, merged, sorted by `sort` (newest first by default, or by who),
+    `size` a page. Four queries: the two counts and, from each source, the rows up to the
+    page's end in that order (merged here; both sort the same way, so the page is exact)."""
     f = {
         k: (query.get(k) or "").replace("\x00", "").strip()[:FILTER_CHARS]
         for k in ("who", "action", "task", "outcome", "q")
     }
+    sort = query.get("sort") if query.get("sort") in AUDIT_SORTS else "-at"
+    entry_order, event_order, key, reverse = AUDIT_SORTS[sort]
     qs = AuditEntry.objects.all()
     if f["who"]:
         qs = qs.filter(who__icontains=f["who"])
@@ -408,10 +455,20 @@ def audit_entries(query, limit: int = 200) -> tuple[list[AuditRow], dict[str, st
         qs = qs.filter(outcome=f["outcome"])
     if f["q"]:
         qs = qs.filter(reason__icontains=f["q"]) | qs.filter(detail__icontains=f["q"])
-    rows = [AuditRow.of_entry(e) for e in qs.order_by("-at", "-id")[:limit]]
-    rows += [AuditRow.of_event(e) for e in _api_events(f, limit)]
-    rows.sort(key=lambda r: r.at, reverse=True)  # stable: ties keep each source's order
-    return rows[:limit], f
+    events = _api_events(f)
+    total = min(qs.count() + events.count(), AUDIT_DEPTH)
+    pages = max(1, -(-total // size))
+    try:
+        page = min(max(1, int(query.get("page") or 1)), pages)
+    except ValueError:
+        page = 1
+    end = page * size
+    rows = [AuditRow.of_entry(e) for e in qs.order_by(*entry_order)[:end]]
+    rows += [AuditRow.of_event(e) for e in events.order_by(*event_order)[:end]]
+    rows.sort(key=key, reverse=reverse)  # stable: ties keep each source's order
+    shown = rows[end - size : end]
+    first = end - size + 1 if shown else 0
+    return AuditPage(shown, f, sort, page, pages, total, first)
 
 
 def get_task(task_id: str) -> Task:

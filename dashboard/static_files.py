@@ -18,3 +18,12 @@ from whitenoise.storage import CompressedManifestStaticFilesStorage
 
 class Storage(CompressedManifestStaticFilesStorage):
     support_js_module_import_aggregation = True
+
+    def stored_name(self, name: str) -> str:
+        """The hashed name once collectstatic has run; before (a first start, a check),
+        the plain name — WhiteNoise finds the file in the apps' static dirs — instead of
+        every page failing with "Missing staticfiles manifest entry"."""
+        try:
+            return super().stored_name(name)
+        except ValueError:
+            return name

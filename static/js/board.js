@@ -1,9 +1,16 @@
 // The task board: every task, live. Rows are keyed by task id and patched in place, so a
 // delta costs work for the tasks it touches (plus recounting), not a re-render of the board.
-// Order is stable (newest task first): at 20 changes a second rows must not jump under the
-// operator's pointer; a changed row flashes instead.
+// The default order is stable (newest task first): at 20 changes a second rows must not
+// jump under the operator's pointer; a changed row flashes instead. Operators may sort by
+// state, title or last update instead (then rows move: they asked for it). Only one page
+// of rows is in the document (PAGE_SIZE, or ?size= 10 to 500); sort, page and size live
+// in the URL with the filters.
 
-import { ago, chipLabel, clock, describe, el, exact, matches, originLabels, outcome, STATES } from "./describe.js";
+import { ago, chipLabel, clock, describe, el, exact, matches, originLabels, outcome, searchMatch, STATES } from "./describe.js";
+
+export const PAGE_SIZE = 200;
+const DEFAULT_SORT = { key: "created", dir: "desc" };
+const FIRST_DIR = { created: "desc", updated: "desc", title: "asc", state: "asc" };
 
 const metrics = { firstRender: null, snapshotRender: [], deltas: [], paints: [] };
 window.__boardMetrics = metrics;
@@ -19,10 +26,76 @@ export function start(live) {
   const rows = new Map(); // taskId -> {tr, cells, entry}
   const selected = new Set();
   let filters = readFilters();
+  let order = readOrder();
+  const pager = document.getElementById("board-pager");
+  const range = document.getElementById("board-range");
 
   function readFilters() {
     const q = new URLSearchParams(location.search);
     return { state: q.get("state") || "", skill: q.get("skill") || "", context: q.get("context") || "", q: q.get("q") || "", origin: q.get("origin") || "" };
+  }
+
+  function readOrder() {
+    const q = new URLSearchParams(location.search);
+    const key = FIRST_DIR[q.get("sort")] ? q.get("sort") : DEFAULT_SORT.key;
+    const dir = q.get("dir") === "asc" || q.get("dir") === "desc" ? q.get("dir") : FIRST_DIR[key];
+    const page = Math.max(1, parseInt(q.get("page") || "1", 10) || 1);
+    const size = Math.min(500, Math.max(10, parseInt(q.get("size") || "", 10) || PAGE_SIZE));
+    return { key, dir, page, size };
+  }
+
+  // Filters, sort and page in the address bar (defaults left out), so a link or a reload
+  // shows the same board.
+  function writeUrl() {
+    const q = new URLSearchParams(Object.entries(filters).filter(([, v]) => v));
+    if (order.key !== DEFAULT_SORT.key || order.dir !== FIRST_DIR[order.key]) {
+      q.set("sort", order.key);
+      q.set("dir", order.dir);
+    }
+    if (order.page > 1) q.set("page", String(order.page));
+    if (order.size !== PAGE_SIZE) q.set("size", String(order.size));
+    history.replaceState(null, "", q.toString() ? `?${q}` : location.pathname);
+  }
+
+  const RANK = Object.fromEntries(STATES.map((s, i) => [s, i]));
+  const cmp = (a, b) => ((a || "") < (b || "") ? -1 : (a || "") > (b || "") ? 1 : 0);
+  function compare(a, b) {
+    const x = a.entry;
+    const y = b.entry;
+    let c; // ascending on the key, then turned for "desc"
+    if (order.key === "updated") c = cmp(x.updatedAt, y.updatedAt);
+    else if (order.key === "title") c = (x.title || x.taskId).localeCompare(y.title || y.taskId, undefined, { sensitivity: "base" });
+    else if (order.key === "state") c = (RANK[x.status] ?? 99) - (RANK[y.status] ?? 99);
+    else c = cmp(x.createdAt, y.createdAt);
+    if (order.dir === "desc") c = -c;
+    // ties: newest task first, then by id, so the order never flickers between renders
+    return c || -cmp(x.createdAt, y.createdAt) || -cmp(x.taskId, y.taskId);
+  }
+
+  // Put the current page's rows in the document, in order; nothing moves when neither the
+  // page's members nor their order changed (the usual delta: a row changed in place).
+  function layout() {
+    const shown = [...rows.values()].filter((r) => r.show).sort(compare);
+    const pages = Math.max(1, Math.ceil(shown.length / order.size));
+    if (order.page > pages) order.page = pages;
+    const start = (order.page - 1) * order.size;
+    const page = shown.slice(start, start + order.size);
+    const current = tbody.children;
+    let same = current.length === page.length;
+    for (let i = 0; same && i < page.length; i += 1) same = current[i] === page[i].tr;
+    if (!same) tbody.replaceChildren(...page.map((r) => r.tr));
+    pager.hidden = shown.length <= order.size;
+    range.textContent = shown.length ? `Tasks ${start + 1}–${start + page.length} of ${shown.length} · page ${order.page} of ${pages}` : "";
+    pager.querySelector('[data-page="prev"]').disabled = order.page <= 1;
+    pager.querySelector('[data-page="next"]').disabled = order.page >= pages;
+    for (const head of document.querySelectorAll("[data-sort-col]")) {
+      const col = head.dataset.sortCol;
+      const on = col === order.key || (col === "created" && order.key === "title");
+      head.setAttribute("aria-sort", on ? (order.dir === "asc" ? "ascending" : "descending") : "none");
+    }
+    const alt = document.querySelector('.sort-alt[data-sort="title"]');
+    if (alt) alt.setAttribute("aria-pressed", String(order.key === "title"));
+    return page.length;
   }
 
   // Where a task came in by: a calm tag beside its id, from the view entry (never changes).
@@ -59,7 +132,8 @@ export function start(live) {
     cells.sub = el("span", { class: "task-sub" }, cells.ids);
     tr.append(el("div", { class: "col-task", role: "cell" }, cells.link, cells.sub));
     cells.line = el("span", { class: "line" });
-    tr.append(el("div", { class: "col-line", role: "cell" }, cells.line));
+    cells.hit = el("span", { class: "hit", hidden: true });
+    tr.append(el("div", { class: "col-line", role: "cell" }, cells.line, cells.hit));
     cells.bar = el("span", { class: "mini-bar" });
     cells.barWrap = el("span", { class: "mini", "aria-hidden": "true" }, cells.bar);
     cells.pct = el("span", { class: "mini-text" });
@@ -116,7 +190,11 @@ export function start(live) {
 
   function applyVisibility(row) {
     const show = matches(row.entry, filters);
-    row.tr.hidden = !show;
+    row.show = show;
+    const hit = show && filters.q ? searchMatch(row.entry, filters.q) : "";
+    const why = hit ? `matched in ${hit}` : "";
+    if (row.cells.hit.textContent !== why) row.cells.hit.textContent = why;
+    row.cells.hit.hidden = !why;
     if (row.cells.cb) {
       row.cells.cb.disabled = !show;
       if (!show && row.cells.cb.checked) {
@@ -133,7 +211,7 @@ export function start(live) {
     for (const row of rows.values()) {
       total += 1;
       counts[row.entry.status] = (counts[row.entry.status] || 0) + 1;
-      if (!row.tr.hidden) shown += 1;
+      if (row.show) shown += 1;
     }
     for (const node of document.querySelectorAll("[data-count]")) {
       const s = node.dataset.count;
@@ -157,23 +235,15 @@ export function start(live) {
     const n = document.getElementById("bulk-selected");
     if (n) n.textContent = `${selected.size} selected`;
     if (selectAll) {
-      const visible = [...rows.values()].filter((r) => !r.tr.hidden);
+      const visible = [...tbody.children].map((tr) => rows.get(tr.dataset.task)).filter(Boolean);
       selectAll.checked = visible.length > 0 && visible.every((r) => r.cells.cb.checked);
     }
   }
 
-  function newestFirst(a, b) {
-    if (a.createdAt !== b.createdAt) return a.createdAt < b.createdAt ? 1 : -1;
-    return a.taskId < b.taskId ? 1 : -1;
-  }
-
-  function sortedEntries(tasks) {
-    return Object.values(tasks).sort(newestFirst);
-  }
 
   const calm = matchMedia("(prefers-reduced-motion: reduce)");
   function flash(tr) {
-    if (calm.matches || tr.hidden) return;
+    if (calm.matches || !tr.isConnected) return;
     // the theme's highlight (--flash: pale yellow when light, dim amber when dark)
     const colour = getComputedStyle(tr).getPropertyValue("--flash").trim() || "#fff6d6";
     tr.animate([{ backgroundColor: colour }, { backgroundColor: "transparent" }], { duration: 1200, easing: "ease-out" });
@@ -183,17 +253,15 @@ export function start(live) {
     const keep = new Set(selected);
     rows.clear();
     selected.clear();
-    const frag = document.createDocumentFragment();
-    for (const entry of sortedEntries(state.view.tasks)) {
+    for (const entry of Object.values(state.view.tasks)) {
       const row = makeRow(entry);
       rows.set(entry.taskId, row);
-      if (keep.has(entry.taskId) && row.cells.cb && !row.tr.hidden) {
+      if (keep.has(entry.taskId) && row.cells.cb && row.show) {
         row.cells.cb.checked = true;
         selected.add(entry.taskId);
       }
-      frag.append(row.tr);
     }
-    tbody.replaceChildren(frag);
+    layout();
     recount();
     updateBulk();
     const done = performance.now();
@@ -221,10 +289,10 @@ export function start(live) {
       } else {
         const fresh = makeRow(entry);
         rows.set(id, fresh);
-        tbody.prepend(fresh.tr); // the newest task
         flashes.add(fresh.tr);
       }
     }
+    layout();
     recount();
     if (flashes.size) {
       requestAnimationFrame(() => {
@@ -247,10 +315,11 @@ export function start(live) {
       q: (data.get("q") || "").trim(),
       origin: data.get("origin") || "",
     };
-    const q = new URLSearchParams(Object.entries(filters).filter(([, v]) => v));
-    history.replaceState(null, "", q.toString() ? `?${q}` : location.pathname);
+    order.page = 1; // a new filter starts from its first page
+    writeUrl();
     if (bulkForm) for (const k of Object.keys(filters)) bulkForm.elements[k].value = filters[k];
     for (const row of rows.values()) applyVisibility(row);
+    layout();
     recount();
     updateBulk();
   }
@@ -274,10 +343,31 @@ export function start(live) {
       setFilters();
     });
   }
+  for (const button of document.querySelectorAll("button.sort")) {
+    button.addEventListener("click", () => {
+      const key = button.dataset.sort;
+      order = key === order.key
+        ? { ...order, dir: order.dir === "asc" ? "desc" : "asc", page: 1 }
+        : { ...order, key, dir: FIRST_DIR[key], page: 1 };
+      writeUrl();
+      layout();
+      updateBulk();
+    });
+  }
+  pager.addEventListener("click", (e) => {
+    const b = e.target.closest && e.target.closest("[data-page]");
+    if (!b || b.disabled) return;
+    order.page += b.dataset.page === "next" ? 1 : -1;
+    writeUrl();
+    layout();
+    updateBulk();
+    document.getElementById("board-summary").scrollIntoView({ block: "nearest" });
+  });
   if (selectAll) {
     selectAll.addEventListener("change", () => {
-      for (const row of rows.values()) {
-        if (row.tr.hidden) continue;
+      for (const tr of tbody.children) {
+        const row = rows.get(tr.dataset.task);
+        if (!row) continue;
         row.cells.cb.checked = selectAll.checked;
         if (selectAll.checked) selected.add(row.entry.taskId);
         else selected.delete(row.entry.taskId);

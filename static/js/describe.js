@@ -181,13 +181,24 @@ export const SEARCH_FIELDS = [
 function fieldText(entry, path) {
   const [head, tail] = path.split(".");
   const value = tail ? (entry[head] || {})[tail] : entry[head];
-  return value ? String(value).toLowerCase() : "";
+  return value ? String(value).toLowerCase().split(/\s+/).filter(Boolean).join(" ") : "";
 }
 
-// The first field holding every word of q (all in one field: "Judge batch" must not match a
+// The terms of a search: its words, and each "quoted phrase" as one term; an unclosed
+// quote is ignored (dashboard.selectors.search_terms is the same rule).
+export function searchTerms(q) {
+  const out = [];
+  for (const m of (q || "").toLowerCase().matchAll(/"([^"]*)"|([^\s"]+)/g)) {
+    const term = (m[1] ?? m[2]).split(/\s+/).filter(Boolean).join(" ");
+    if (term) out.push(term);
+  }
+  return out;
+}
+
+// The first field holding every term of q (all in one field: "Judge batch" must not match a
 // batch agent's task whose pause reason says "judge"), "" for an empty q, null for no match.
 export function searchMatch(entry, q) {
-  const terms = (q || "").toLowerCase().split(/\s+/).filter(Boolean);
+  const terms = searchTerms(q);
   if (!terms.length) return "";
   for (const [path, name] of SEARCH_FIELDS) {
     const text = fieldText(entry, path);

@@ -77,7 +77,21 @@ ENTRIES = [
     {"taskId": "t-wanted", "skill": "approval", "title": "Judge the batch", "status": "working"},
     {"taskId": "t-ctx", "contextId": "ctx-judge", "skill": "batch", "status": "submitted"},
 ]
-QUERIES = ["Judge batch", "batch judge", "hold judge", "judge", "BATCH", "ci hold", "t-", ""]
+QUERIES = [
+    "Judge batch",
+    "batch judge",
+    "hold judge",
+    "judge",
+    "BATCH",
+    "ci hold",
+    "t-",
+    "",
+    '"the judge"',
+    '"judge the"',
+    '"judge  asked" hold',
+    '"unclosed judge',
+    '""',
+]
 
 
 def test_the_board_search_and_the_bulk_filter_agree_words_share_one_field(open_as, operator):

@@ -1,0 +1,69 @@
+"""Issue 15, feature 5: the board sorts by column and pages past a page of rows, keeping
+sort and page in the URL; search takes a "quoted phrase" and each row says which field
+matched. (?size=10 makes a page small enough to test with 25 tasks; the default is 200.)"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from a2a import services
+from tests.browser.test_phone_width import live
+from tests.conftest import CLIENT, user_message
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def many():
+    ids = []
+    for i in range(1, 26):
+        task = services.create_task(user_message(f"Task {i:02d} of the batch"), actor=CLIENT,
+                                    skill="batch")  # fmt: skip
+        services.cancel_task(task.id, actor=CLIENT, reason="made for the board test")
+        ids.append(task.id)
+    return ids
+
+
+def shows(first: int, last: int, page: int) -> str:
+    return f"Tasks {first}\u2013{last} of 25 \u00b7 page {page} of 3"
+
+
+NEXT, AZ = "Next \u203a", "A\u2013Z"
+
+
+def titles(page) -> list[str]:
+    return page.locator("#board-rows .row .task-link").all_inner_texts()
+
+
+def test_sort_page_and_phrase_search_live_in_the_url(open_as, operator, many):
+    page = open_as(operator, "/?size=10")
+    live(page)
+    expect(page.locator("#board-range")).to_have_text(shows(1, 10, 1))
+    assert titles(page)[0].startswith("Task 25")  # newest first by default
+    page.get_by_role("button", name=NEXT).click()
+    expect(page.locator("#board-range")).to_have_text(shows(11, 20, 2))
+    assert titles(page)[0].startswith("Task 15")
+    expect(page).to_have_url(re.compile(r"page=2"))
+    page.reload()
+    live(page)
+    expect(page.locator("#board-range")).to_have_text(shows(11, 20, 2))
+
+    page.get_by_role("button", name=AZ).click()  # title, A to Z, from page 1
+    expect(page.locator("#board-range")).to_have_text(shows(1, 10, 1))
+    assert titles(page)[:2] == ["Task 01 of the batch", "Task 02 of the batch"]
+    expect(page).to_have_url(re.compile(r"sort=title&dir=asc"))
+    task_head = page.locator('[data-sort-col="created"]')
+    expect(task_head).to_have_attribute("aria-sort", "ascending")
+    page.get_by_role("button", name=AZ).click()  # again: Z to A
+    assert titles(page)[0] == "Task 25 of the batch"
+
+    page.get_by_label("Search").fill('"task 07"')
+    expect(page.locator("#board-rows .row")).to_have_count(1)
+    expect(page.locator("#board-rows .row .hit")).to_have_text("matched in title")
+    expect(page.locator("#board-pager")).to_be_hidden()
+    page.get_by_label("Search").fill('"of task"')  # the words, but not together
+    expect(page.locator("#board-rows .row")).to_have_count(0)
+    expect(page).to_have_url(re.compile(r"q=%22of\+task%22"))
