@@ -114,8 +114,10 @@ test-sqlite: $(STAMP) interop-venv acp-peers test-tools
 test-postgres: $(STAMP) interop-venv acp-peers test-tools
 	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS) TASKDECK_EXPECT_POSTGRES=1 \
 	  $(VENV)/bin/pytest -p no:cacheprovider tests --ignore=tests/browser
+	@# the browser tests marked `pages` (layout, accessibility, page tools) do not depend
+	@# on the database: the SQLite lane runs them; this lane keeps the live-update ones
 	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS) TASKDECK_EXPECT_POSTGRES=1 \
-	  $(VENV)/bin/pytest -p no:cacheprovider tests/browser
+	  $(VENV)/bin/pytest -p no:cacheprovider tests/browser -m "not pages"
 
 ## The load benchmark, bench/load.py (about 10 minutes; needs PostgreSQL and Redis): wrk
 ## against Taskdeck (SQLite; PostgreSQL + Redis) and the a2a-sdk (in memory; PostgreSQL).

@@ -3,7 +3,7 @@ phone and desktop width; and the dark scheme is really dark, with the same state
 apart by the same hues.
 
 axe-core comes from npm (`make test-tools`, into .test-tools/). The pages do not depend on
-the database, so this runs in the SQLite lane only (the PostgreSQL lane skips it: the
+the database, so this runs in the SQLite lane only (marked `pages`; see the Makefile: the
 suite's time is close to its budget)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from playwright.sync_api import Page, expect
 from tests.browser.test_phone_width import live, tasks  # noqa: F401
 from tests.runtime.conftest import wait_state
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.pages]
 
 AXE = Path(__file__).resolve().parents[2] / ".test-tools/node_modules/axe-core/axe.min.js"
 RULES = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]

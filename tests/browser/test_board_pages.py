@@ -13,7 +13,7 @@ from a2a import services
 from tests.browser.test_phone_width import live
 from tests.conftest import CLIENT, user_message
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.pages]
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from a2a import services
 from tests.conftest import AGENT
 from tests.runtime.conftest import wait_state
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.pages]
 
 RECORDER = """
 (() => {

@@ -19,7 +19,7 @@ from tests.browser.conftest import shot
 from tests.dashboard.conftest import make_user
 from tests.runtime.conftest import wait_state
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.pages]
 
 PHONES = [pytest.param((390, 844), id="390x844"), pytest.param((360, 740), id="360x740")]
 

@@ -14,7 +14,7 @@ from tests.browser.test_phone_width import live
 from tests.conftest import CLIENT
 from tests.runtime.conftest import wait_state
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.pages]
 
 
 def test_copy_filter_and_json_view(open_as, operator, start, site):

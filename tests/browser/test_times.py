@@ -15,7 +15,7 @@ from a2a.models import Task
 from tests.browser.test_phone_width import live
 from tests.runtime.conftest import wait_state
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.pages]
 
 ZONE = "Asia/Tokyo"
 CLOCK = r"\d{2}:\d{2}"

@@ -12,7 +12,7 @@ from a2a.models import Task
 from tests.browser.test_phone_width import live
 from tests.runtime.conftest import wait_state
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.pages]
 
 
 @pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
