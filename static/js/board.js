@@ -264,6 +264,15 @@ export function start(live) {
     layout();
     recount();
     updateBulk();
+    // A view too big for one message arrives cut (agui.selectors.window: waiting tasks
+    // first, then the other open ones, then the finished; newest first): say so, since
+    // the counts are of what arrived.
+    const cut = state.truncated;
+    const note = document.getElementById("board-truncated");
+    note.hidden = !cut;
+    if (cut) {
+      note.textContent = `Showing the ${cut.shown} tasks that matter most of the ${cut.total} in the live view (waiting ones first, then the other open ones, then the recently finished): the counts, filters and pages cover these. New tasks join as they arrive.`;
+    }
     const done = performance.now();
     metrics.snapshotRender.push(done - t0);
     if (metrics.firstRender === null) metrics.firstRender = done;

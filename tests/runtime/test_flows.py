@@ -10,6 +10,7 @@ from django.utils import timezone
 from a2a import services
 from a2a.lifecycle import TransitionRefused
 from a2a.models import Suspension, Task
+from a2a.runtime import scheduler
 from a2a.runtime.models import StepRecord
 from tests.conftest import CLIENT
 from tests.runtime.conftest import state, wait_for, wait_idle, wait_state
@@ -254,7 +255,13 @@ def test_operator_hold_stops_conditions_from_firing(start, rpc):
     task, build = parked_build(start)
     services.pause_task(task.id, actor=CLIENT, reason="incident")
     assert post_event(rpc, f"ci.build.completed:{build}", {"status": "green"})["woke"] == []
-    make_due(task)  # the hold has no deadline; the agent's parked one ended
+    # the agent's own wait ended (superseded): its deadline, even past, fires nothing. (This
+    # used to call make_due, which moved the *hold's* deadline into the past: the scheduler
+    # then failed the task whenever its tick came before the resume below — a flake.)
+    Suspension.objects.filter(task=task, ending="superseded").update(
+        deadline=timezone.now() - timedelta(seconds=1)
+    )
+    assert scheduler.fire_due_timeouts() == 0
     assert state(task.id) == "paused-by-client"
     services.resume_task(task.id, actor=CLIENT, resume_input={"status": "manual"})
     wait_state(task.id, "completed")
