@@ -36,11 +36,12 @@ live.on("change", (ids, pendingChanged) => pendingChanged && updateBadge());
 // time gets its date when it is not today (always with data-show="date", as in the audit
 // log), its age after it ("14:02 · 3 min ago"; not where a live counter follows it,
 // data-age="no"), and the exact moment with the zone and UTC on hover.
-function ageNode(iso) {
+function ageNode(iso, sep) {
   const span = document.createElement("span");
   span.className = "age";
   span.dataset.since = iso;
-  span.textContent = ` · ${ago(iso)}`;
+  span.dataset.sep = sep;
+  span.textContent = `${sep}${ago(iso)}`;
   return span;
 }
 
@@ -54,7 +55,8 @@ export function localiseTimes(root = document) {
     t.title = exact(iso);
     t.textContent = text;
     t.dataset.localised = "1";
-    if (t.dataset.age !== "no") t.after(ageNode(iso));
+    // in a table cell the age goes under the time (it wrapped after a lone "·" there)
+    if (t.dataset.age !== "no") t.after(ageNode(iso, t.closest("td") ? "" : " · "));
   }
   for (const z of root.querySelectorAll("[data-zone]")) z.textContent = `(your time: ${ZONE})`;
   const foot = document.getElementById("zone-note");

@@ -51,3 +51,18 @@ def test_task_page_and_board_times_read_right(open_as, operator, start):
     expect(cell.locator("time")).to_have_text(re.compile(rf"^{CLOCK}$"))
     expect(cell.locator(".age")).to_have_text(re.compile(r"^(just now|\d+ min ago)$"))
     assert ZONE in cell.locator("time").get_attribute("title")
+
+
+def test_in_a_table_the_age_goes_under_the_time(open_as, operator):
+    from dashboard.models import AuditEntry
+
+    AuditEntry.objects.create(
+        who="operator:ana", action="cancel", task_id="t-1", reason="late night", outcome="ok",
+        at=timezone.now() - timedelta(days=40),
+    )  # fmt: skip
+    page = open_as(operator, "/audit", zone=ZONE)
+    cell = page.locator("table.audit tbody tr").first.locator("td").first
+    expect(cell.locator(".age")).to_have_text("1 month ago")  # no lone "·" to wrap
+    box = cell.locator(".age").bounding_box()
+    clock = cell.locator("time").bounding_box()
+    assert box and clock and box["y"] >= clock["y"] + clock["height"] - 1, (box, clock)
