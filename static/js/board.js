@@ -95,6 +95,9 @@ export function start(live) {
     }
     const alt = document.querySelector('.sort-alt[data-sort="title"]');
     if (alt) alt.setAttribute("aria-pressed", String(order.key === "title"));
+    const pick = document.getElementById("f-sort");
+    const value = `${order.key}:${order.dir}`;
+    if (pick && [...pick.options].some((o) => o.value === value)) pick.value = value;
     return page.length;
   }
 
@@ -332,8 +335,18 @@ export function start(live) {
     recount();
     updateBulk();
   }
-  filterForm.addEventListener("input", setFilters);
-  filterForm.addEventListener("change", setFilters);
+  // the sort picker (the column headers do the same; on phones they are hidden)
+  const sortPick = document.getElementById("f-sort");
+  const notSort = (handler) => (e) => e.target !== sortPick && handler();
+  sortPick.addEventListener("change", () => {
+    const [key, dir] = sortPick.value.split(":");
+    order = { ...order, key, dir, page: 1 };
+    writeUrl();
+    layout();
+    updateBulk();
+  });
+  filterForm.addEventListener("input", notSort(setFilters));
+  filterForm.addEventListener("change", notSort(setFilters));
   filterForm.addEventListener("submit", (e) => {
     e.preventDefault();
     setFilters();

@@ -86,3 +86,14 @@ def test_a_cut_view_says_so_on_the_board(open_as, operator):
     fresh = services.create_task(user_message("a new one"), actor=CLIENT, skill="batch")
     services.pause_task(fresh.id, actor=CLIENT, reason="hold")
     expect(page.locator(f'[data-task="{fresh.id}"]')).to_be_visible()
+
+
+def test_on_a_phone_the_sort_picker_sorts(open_as, operator, many):
+    page = open_as(operator, "/?size=10", viewport=(390, 844))
+    live(page)
+    page.get_by_label("Sort").select_option(label="Title A\u2013Z")
+    expect(page.locator("#board-rows .row .task-link").first).to_have_text("Task 01 of the batch")
+    expect(page).to_have_url(re.compile(r"sort=title&dir=asc"))
+    page.get_by_role("button", name=NEXT).click()
+    expect(page.locator("#board-rows .row .task-link").first).to_have_text("Task 11 of the batch")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
