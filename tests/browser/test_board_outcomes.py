@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 
 from a2a import services
 from a2a.models import Task
+from tests.browser.conftest import SIZES
 from tests.conftest import CLIENT
 from tests.runtime.conftest import wait_state
 
@@ -30,12 +31,13 @@ def answer(task: Task, decision: str) -> None:
     )
 
 
-def test_a_rejected_then_completed_task_reads_rejected_on_the_board(open_as, operator, start):
+@pytest.mark.parametrize("size", SIZES)
+def test_a_rejected_then_completed_task_reads_rejected_on_the_board(open_as, operator, start, size):
     rejected = start("approval", "Roll out 2.17")
     approved = start("approval", "Roll out 2.18")
     for task in (rejected, approved):
         wait_state(task.id, "input-required", timeout=60)
-    page = open_as(operator, "/")
+    page = open_as(operator, "/", viewport=size)
     answer(rejected, "reject")
     answer(approved, "approve")
     for task in (rejected, approved):

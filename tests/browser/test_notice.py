@@ -12,6 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from a2a import services
+from tests.browser.conftest import SIZES
 from tests.conftest import AGENT
 from tests.runtime.conftest import wait_state
 
@@ -40,8 +41,9 @@ def notes(page) -> list[dict]:
     return page.evaluate("window.__notes.map(n => ({title: n.title, body: n.body, tag: n.tag}))")
 
 
-def test_the_tab_counts_pending_approvals_on_every_page(open_as, operator, start):
-    page = open_as(operator, "/")
+@pytest.mark.parametrize("size", SIZES)
+def test_the_tab_counts_pending_approvals_on_every_page(open_as, operator, start, size):
+    page = open_as(operator, "/", viewport=size)
     expect(page).to_have_title("Board · Taskdeck")
     asking = start("approval", "Roll out 2.19")
     wait_state(asking.id, "input-required", timeout=60)

@@ -10,6 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from a2a import services
+from tests.browser.conftest import SIZES
 from tests.browser.test_phone_width import live
 from tests.conftest import CLIENT
 from tests.runtime.conftest import wait_state
@@ -17,10 +18,11 @@ from tests.runtime.conftest import wait_state
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.pages]
 
 
-def test_copy_filter_and_json_view(open_as, operator, start, site):
+@pytest.mark.parametrize("size", SIZES)
+def test_copy_filter_and_json_view(open_as, operator, start, site, size):
     task = start("ci-wait", "Run the suite for <b>PR 25</b>", build=25)
     wait_state(task.id, "paused-by-agent", timeout=60)
-    page = open_as(operator, f"/tasks/{task.id}")
+    page = open_as(operator, f"/tasks/{task.id}", viewport=size)
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=site)
     live(page)
 

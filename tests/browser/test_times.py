@@ -12,6 +12,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from a2a.models import Task
+from tests.browser.conftest import SIZES
 from tests.browser.test_phone_width import live
 from tests.runtime.conftest import wait_state
 
@@ -21,12 +22,13 @@ ZONE = "Asia/Tokyo"
 CLOCK = r"\d{2}:\d{2}"
 
 
-def test_task_page_and_board_times_read_right(open_as, operator, start):
+@pytest.mark.parametrize("size", SIZES)
+def test_task_page_and_board_times_read_right(open_as, operator, start, size):
     task = start("ci-wait", "Run the suite for PR 77", build=77)
     wait_state(task.id, "paused-by-agent", timeout=60)
     two_days_ago = timezone.now() - timedelta(days=2, minutes=5)
     Task.objects.filter(pk=task.id).update(created_at=two_days_ago)
-    page = open_as(operator, f"/tasks/{task.id}", zone=ZONE)
+    page = open_as(operator, f"/tasks/{task.id}", zone=ZONE, viewport=size)
     live(page)
     expect(page.locator("#zone-note")).to_have_text(
         f"Times are in {ZONE}, this browser's zone; hover one for the exact moment and UTC."
