@@ -118,6 +118,21 @@ def rpc(asgi_server, api_key) -> Iterator[Rpc]:
         yield Rpc(http, api_key)
 
 
+def answer(task: Task, values: dict) -> None:
+    """Answer the task's open input request as an A2A client does: a message holding an
+    a2a.input.response DataPart, through the services."""
+    task.refresh_from_db()
+    request_id = task.input_request["requestId"]
+    data = {"type": "a2a.input.response", "requestId": request_id, "values": values}
+    services.add_message(
+        task.id,
+        services.IncomingMessage(
+            message_id=f"answer-{request_id}", parts=[{"kind": "data", "data": data}]
+        ),
+        actor=CLIENT,
+    )
+
+
 def user_message(text: str = "hello", **extra) -> services.IncomingMessage:
     import uuid
 

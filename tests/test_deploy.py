@@ -16,7 +16,6 @@ import secrets
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -243,19 +242,18 @@ def test_serve_runs_several_web_processes_on_one_port_each_with_its_own_socket(t
         assert len(pids) == 2, banner
         body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}})
         headers = {"Authorization": f"Bearer {token}", "A2A-Version": "1.0"}
+        # each Daphne says when it serves on the socket handed to it: wait for both
+        ready = 0
+        while ready < 2:
+            line = serve.stdout.readline()
+            assert line, "serve ended before its web processes listened"
+            ready += f"Listening on TCP address 127.0.0.1:{port}" in line
         answers = []
-        for _ in range(300):  # until both have bound (each logs when it listens)
-            with contextlib.suppress(OSError):
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-                conn.request("POST", "/a2a/", body, {**headers, "Content-Type": "application/json"})
-                answers.append(json.loads(conn.getresponse().read()))
-                conn.close()
-            listening = _listening_inodes(port)
-            if len(answers) >= 5 and all(_socket_inodes(p) & listening for p in pids):
-                break
-            serve.poll()
-            assert serve.returncode is None, serve.stdout.read()
-            time.sleep(0.1)
+        for _ in range(5):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            conn.request("POST", "/a2a/", body, {**headers, "Content-Type": "application/json"})
+            answers.append(json.loads(conn.getresponse().read()))
+            conn.close()
         listening = _listening_inodes(port)
         assert len(listening) == 2, listening  # a socket each, not one shared
         for pid in pids:

@@ -14,6 +14,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
+from a2a.errors import TaskNotFound
 from a2a.lifecycle import PAUSED, TERMINAL, State
 from a2a.models import Suspension, Task
 from dashboard import actions, forms, selectors, timeline
@@ -100,7 +101,11 @@ def expected_input(susp: Suspension | None) -> tuple[list[dict[str, Any]], str]:
     return [], ""
 
 
-def context(request, task_id: str, **extra) -> dict[str, Any]:
+def context(
+    request, task_id: str, *, resume_posted=None, resume_errors=None, **extra
+) -> dict[str, Any]:
+    """What the task page draws; `extra` overrides (a refused form, its error), and
+    `resume_posted`/`resume_errors` redraw typed resume fields with what was typed."""
     try:
         detail = timeline.build(task_id)
     except Task.DoesNotExist:
@@ -134,7 +139,7 @@ def context(request, task_id: str, **extra) -> dict[str, Any]:
         "item": answer_card.card(pending, request.get_full_path()) if pending else None,
         "progress": task.progress,
         "timeline_filters": timeline.FILTERS,
-        **_resume_fields(susp, extra.pop("resume_posted", None), extra.pop("resume_errors", None)),
+        **_resume_fields(susp, resume_posted, resume_errors),
         **payloads(detail),
         "action_sig": f"{task.state}:{susp.handle if susp else ''}:{pending.pk if pending else ''}",
     }
@@ -218,7 +223,11 @@ def task_resume(request: HttpRequest, task_id: str) -> HttpResponse:
     """With typed fields (expected_input), the posted fields become the resume input,
     checked like an inbox answer (and by the services against the pause's declaration):
     a refusal shows each error beside its field and changes nothing."""
-    susp = selectors.get_task(task_id).current_suspension
+    try:
+        susp = selectors.get_task(task_id).current_suspension
+    except TaskNotFound:  # audited and answered as every task action answers it
+        actions.refuse(request.user, "resume", task_id, "no such task")
+        raise Http404("no such task") from None
     fields, _ = expected_input(susp)
     if fields:
         values, errors = forms.answer_values(fields, request.POST)

@@ -13,7 +13,7 @@ from a2a.lifecycle import Dialect
 from a2a.models import Task
 from a2a.protocol import stream
 from agui import selectors
-from tests.conftest import AGENT, CLIENT, user_message
+from tests.conftest import AGENT, CLIENT, answer, user_message
 
 pytestmark = pytest.mark.django_db
 
@@ -89,20 +89,6 @@ def test_a_pickup_is_no_status_update_on_a2a_streams():
 # --- the answer to the latest request rides in the entry (issue 15: board chip) ----------
 
 
-def _answer(task: Task, decision: str) -> None:
-    task.refresh_from_db()
-    request_id = task.input_request["requestId"]
-    data = {"type": "a2a.input.response", "requestId": request_id,
-            "values": {"decision": {"decision": decision}}}  # fmt: skip
-    services.add_message(
-        task.id,
-        services.IncomingMessage(
-            message_id=f"a-{request_id}", parts=[{"kind": "data", "data": data}]
-        ),
-        actor=CLIENT,
-    )
-
-
 @pytest.mark.parametrize("decision", ["approve", "reject"])
 def test_the_entry_carries_the_latest_decision_to_the_end(decision):
     from tests.conftest import APPROVAL_REQUEST
@@ -111,7 +97,7 @@ def test_the_entry_carries_the_latest_decision_to_the_end(decision):
     services.start_task(task.id, actor=AGENT)
     services.request_input(task.id, actor=AGENT, explanation="ok?", request=APPROVAL_REQUEST)
     assert entry(task.id)["lastDecision"] is None  # asked, not answered
-    _answer(task, decision)
+    answer(task, {"decision": {"decision": decision}})
     expected = {"approve": "approved", "reject": "rejected"}[decision]
     assert entry(task.id)["lastDecision"] == expected
     services.emit_text(task.id, "standing down", actor=AGENT)  # later events keep it

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from django.test import Client
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from a2a import services
 from a2a.errors import TaskError
@@ -121,6 +121,11 @@ def open_as(browser, site) -> Iterator[Callable[..., Page]]:
     for context in contexts:
         context.close()
     assert not problems, problems
+
+
+def live(page: Page) -> None:
+    """Wait until the page's AG-UI socket is live (it has its first snapshot)."""
+    expect(page.locator("#conn")).to_have_attribute("data-status", "live")
 
 
 def shot(page: Page, name: str) -> Path:

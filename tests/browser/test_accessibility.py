@@ -14,7 +14,8 @@ import pytest
 from django.db import connection
 from playwright.sync_api import Page, expect
 
-from tests.browser.test_phone_width import live, tasks  # noqa: F401
+from tests.browser.conftest import live
+from tests.browser.test_phone_width import tasks  # noqa: F401
 from tests.runtime.conftest import wait_state
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.pages]

@@ -8,27 +8,11 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from a2a import services
-from a2a.models import Task
 from tests.browser.conftest import SIZES
-from tests.conftest import CLIENT
+from tests.conftest import answer
 from tests.runtime.conftest import wait_state
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def answer(task: Task, decision: str) -> None:
-    task.refresh_from_db()
-    request_id = task.input_request["requestId"]
-    data = {"type": "a2a.input.response", "requestId": request_id,
-            "values": {"decision": {"decision": decision, "comment": "not now"}}}  # fmt: skip
-    services.add_message(
-        task.id,
-        services.IncomingMessage(
-            message_id=f"a-{request_id}", parts=[{"kind": "data", "data": data}]
-        ),
-        actor=CLIENT,
-    )
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -38,8 +22,8 @@ def test_a_rejected_then_completed_task_reads_rejected_on_the_board(open_as, ope
     for task in (rejected, approved):
         wait_state(task.id, "input-required", timeout=60)
     page = open_as(operator, "/", viewport=size)
-    answer(rejected, "reject")
-    answer(approved, "approve")
+    answer(rejected, {"decision": {"decision": "reject", "comment": "not now"}})
+    answer(approved, {"decision": {"decision": "approve", "comment": "not now"}})
     for task in (rejected, approved):
         wait_state(task.id, "completed", timeout=60)
     chip = page.locator(f'[data-task="{rejected.id}"] .chip')

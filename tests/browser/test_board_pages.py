@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from a2a import services
-from tests.browser.test_phone_width import live
+from tests.browser.conftest import live
 from tests.conftest import CLIENT, user_message
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.pages]

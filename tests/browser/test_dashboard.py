@@ -12,14 +12,10 @@ from playwright.sync_api import expect
 from a2a import services
 from a2a.models import Suspension, Task
 from dashboard.models import AuditEntry
-from tests.browser.conftest import shot
+from tests.browser.conftest import live, shot
 from tests.runtime.conftest import state, wait_state
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def live(page) -> None:
-    expect(page.locator("#conn")).to_have_attribute("data-status", "live")
 
 
 def row(page, task_id: str):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.test_phone_width import live
+from tests.browser.conftest import live
 from tests.runtime.conftest import wait_state
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.pages]

@@ -15,17 +15,13 @@ from playwright.sync_api import Page, expect
 
 from dashboard import roles
 from dashboard.models import AuditEntry
-from tests.browser.conftest import shot
+from tests.browser.conftest import live, shot
 from tests.dashboard.conftest import make_user
 from tests.runtime.conftest import wait_state
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.pages]
 
 PHONES = [pytest.param((390, 844), id="390x844"), pytest.param((360, 740), id="360x740")]
-
-
-def live(page: Page) -> None:
-    expect(page.locator("#conn")).to_have_attribute("data-status", "live")
 
 
 def boxes(page: Page, selectors: dict[str, str]) -> dict[str, dict | None]:

@@ -6,31 +6,36 @@ reader's own clock and names it, and two accessibility faults axe reported are g
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
 
 from dashboard.models import AuditEntry
 from dashboard.selectors import Filters, entry_matches
+from tests.browser.conftest import live
+from tests.dashboard.conftest import late_night_entry
 from tests.runtime.conftest import state, wait_state
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def live(page: Page) -> None:
-    expect(page.locator("#conn")).to_have_attribute("data-status", "live")
+def inbox_with_request(open_as, user, start, text: str):
+    """An approval request waiting, and `user`'s inbox showing it: (task, page, its item)."""
+    task = start("approval", text)
+    wait_state(task.id, "input-required", timeout=60)
+    page = open_as(user, "/inbox")
+    live(page)
+    item = page.locator(f'.inbox-item[data-task="{task.id}"]')
+    expect(item).to_be_visible()
+    return task, page, item
 
 
 def test_a_with_nothing_selected_chooses_the_first_request_and_answers_nothing(
     open_as, operator, start
 ):
-    task = start("approval", "Roll out release 2.16 to production")
-    wait_state(task.id, "input-required", timeout=60)
-    page = open_as(operator, "/inbox")
-    live(page)
-    item = page.locator(f'.inbox-item[data-task="{task.id}"]')
-    expect(item).to_be_visible()
+    task, page, item = inbox_with_request(
+        open_as, operator, start, "Roll out release 2.16 to production"
+    )
     page.evaluate("window.__sameDocument = true")
 
     page.keyboard.press("a")
@@ -51,12 +56,7 @@ def test_a_with_nothing_selected_chooses_the_first_request_and_answers_nothing(
 def test_a_viewer_pressing_a_or_r_in_the_inbox_decides_nothing_and_is_offered_nothing(
     open_as, viewer, start
 ):
-    task = start("approval", "Rotate the signing keys")
-    wait_state(task.id, "input-required", timeout=60)
-    page = open_as(viewer, "/inbox")
-    live(page)
-    item = page.locator(f'.inbox-item[data-task="{task.id}"]')
-    expect(item).to_be_visible()
+    task, page, item = inbox_with_request(open_as, viewer, start, "Rotate the signing keys")
     page.keyboard.press("a")  # nothing chosen: an operator would be offered the first one
     page.keyboard.press("r")
     page.keyboard.press("j")  # moving through the list still works for a viewer
@@ -112,14 +112,7 @@ def test_the_board_search_and_the_bulk_filter_agree_words_share_one_field(open_a
 
 
 def test_the_audit_shows_date_and_time_in_the_readers_zone_and_names_it(open_as, operator):
-    AuditEntry.objects.create(
-        who="operator:ana",
-        action="cancel",
-        task_id="t-1",
-        reason="late night",
-        outcome="ok",
-        at=datetime(2026, 1, 2, 23, 30, 5, tzinfo=UTC),
-    )
+    late_night_entry()
     page = open_as(operator, "/audit", zone="Asia/Tokyo")
     expect(page.locator("table.audit th").first).to_have_text("When (your time: Asia/Tokyo)")
     cell = page.locator("table.audit tbody tr").first.locator("time")

@@ -12,13 +12,10 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from a2a import services
+from tests.browser.conftest import live
 from tests.runtime.conftest import wait_state
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def live(page: Page) -> None:
-    expect(page.locator("#conn")).to_have_attribute("data-status", "live")
 
 
 def refuse_resume(page: Page) -> None:

@@ -10,8 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from a2a import services
-from tests.browser.conftest import SIZES
-from tests.browser.test_phone_width import live
+from tests.browser.conftest import SIZES, live
 from tests.conftest import CLIENT
 from tests.runtime.conftest import wait_state
 

@@ -12,8 +12,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from a2a.models import Task
-from tests.browser.conftest import SIZES
-from tests.browser.test_phone_width import live
+from tests.browser.conftest import SIZES, live
 from tests.runtime.conftest import wait_state
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.pages]

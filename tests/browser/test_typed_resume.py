@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from a2a.models import Task
-from tests.browser.test_phone_width import live
+from tests.browser.conftest import live
 from tests.runtime.conftest import wait_state
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.pages]

@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from django.contrib.auth.models import Group
 from django.test import Client
 
 from dashboard import roles
+from dashboard.models import AuditEntry
+
+LATE_NIGHT = datetime(2026, 1, 2, 23, 30, 5, tzinfo=UTC)  # the next morning in Tokyo
+
+
+def late_night_entry() -> AuditEntry:
+    """An operator's cancel at 23:30:05 UTC on 2 January: an audit line whose date differs
+    by zone (the audit-time tests, server-side and in the browser)."""
+    return AuditEntry.objects.create(
+        who="operator:ana", action="cancel", task_id="t-1", reason="late night", outcome="ok",
+        at=LATE_NIGHT,
+    )  # fmt: skip
 
 
 def make_user(django_user_model, username: str, group: str):

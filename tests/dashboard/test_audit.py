@@ -7,14 +7,13 @@ from __future__ import annotations
 import html as html_lib
 import json
 import re
-from datetime import UTC, datetime
 
 import pytest
 from django.test import Client
 
 from a2a import api_keys
 from a2a.models import Task
-from dashboard.models import AuditEntry
+from tests.dashboard.conftest import late_night_entry
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -84,14 +83,7 @@ def test_the_dashboards_own_actions_are_listed_once(op, make_task):
 
 
 def test_audit_times_show_the_date_and_say_they_are_utc(op, transactional_db):
-    AuditEntry.objects.create(
-        who="operator:ana",
-        action="cancel",
-        task_id="t-1",
-        reason="late night",
-        outcome="ok",
-        at=datetime(2026, 1, 2, 23, 30, 5, tzinfo=UTC),
-    )
+    late_night_entry()
     page = op.get("/audit").content.decode()
     assert rows(page)[0][0] == "2026-01-02 23:30:05 UTC"
     when = r"<th[^>]*><a[^>]*>When</a> <span[^>]*data-zone[^>]*>\(UTC\)</span></th>"

@@ -75,3 +75,14 @@ def test_without_a_declaration_the_json_box_stays(op, make_task):
     services.pause_task(task.id, actor=CLIENT, reason="hold")
     form = resume_form(op.get(f"/tasks/{task.id}").content.decode())
     assert 'name="resume_input"' in form and 'name="v.' not in form
+
+
+@pytest.mark.parametrize("action", ["resume", "pause"])
+def test_acting_on_a_task_that_does_not_exist_is_a_refused_404(op, action):
+    """As the other task actions: a 404 (it was a 500 for resume once the form could be
+    typed), the refusal audited, no task made."""
+    post = {"reason": "x", "mode": "finish_step", "v.budget": "1"}
+    assert op.post(f"/tasks/no-such-task/{action}", post).status_code == 404
+    refused = AuditEntry.objects.get(action=action)
+    assert (refused.task_id, refused.outcome) == ("no-such-task", "refused")
+    assert not Task.objects.exists()

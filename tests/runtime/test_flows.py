@@ -12,32 +12,10 @@ from a2a.lifecycle import TransitionRefused
 from a2a.models import Suspension, Task
 from a2a.runtime import scheduler
 from a2a.runtime.models import StepRecord
-from tests.conftest import CLIENT
+from tests.conftest import CLIENT, answer
 from tests.runtime.conftest import state, wait_for, wait_idle, wait_state
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def answer(task: Task, values: dict) -> None:
-    task.refresh_from_db()
-    request_id = task.input_request["requestId"]
-    services.add_message(
-        task.id,
-        services.IncomingMessage(
-            message_id=f"answer-{request_id}",
-            parts=[
-                {
-                    "kind": "data",
-                    "data": {
-                        "type": "a2a.input.response",
-                        "requestId": request_id,
-                        "values": values,
-                    },
-                }
-            ],
-        ),
-        actor=CLIENT,
-    )
 
 
 def status_text(task_id: str) -> str:
