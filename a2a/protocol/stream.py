@@ -3,23 +3,30 @@
 The TaskEvent log is the stream: every item carries its TaskEvent id, so a client that
 reconnects with a cursor (`Last-Event-ID`, `metadata.lastEventId`) gets exactly what it
 missed, in order. Events of one task are appended under its row lock, so their ids grow in
-commit order and a cursor never skips one. The bindings frame these items (JSON-RPC: SSE
-with a JSON-RPC envelope; `a2a.jsonrpc.sse`).
+commit order and a cursor never skips one. `follow` yields them live; the bindings frame
+them (JSON-RPC: SSE with a JSON-RPC envelope, `a2a.jsonrpc.sse`; HTTP+JSON: SSE of 1.0
+StreamResponses; gRPC: StreamResponse messages).
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from channels.db import database_sync_to_async
+from django.conf import settings
 from django.db import transaction
 
 from a2a import access
+from a2a.auth import revalidate_seconds, still_valid
 from a2a.errors import TaskNotFound
 from a2a.event_kinds import STATUS_KINDS, EventKind, is_agent_text
 from a2a.formats import ts
 from a2a.lifecycle import PAUSED, TERMINAL, Dialect, State
 from a2a.models import Artifact, Message, Task, TaskEvent
+from a2a.notify import Listener, group_name
 from a2a.selectors import get_task
 
 from . import wire
@@ -46,6 +53,7 @@ class StreamPlan:
     until_terminal: bool = False
     # who the stream is for: the binding re-checks the caller's key while it streams
     visible_to: Actor | None = None
+    dialect: Dialect = Dialect.RFC  # the pause dialect its items are written in
 
     def ends_at(self, state: str) -> bool:
         return state in (TERMINAL if self.until_terminal else FINAL_STATES)
@@ -66,7 +74,7 @@ def plan(
     if last_event_id is not None:
         if not access.visible(Task.objects.filter(pk=task_id), visible_to).exists():
             raise TaskNotFound(task_id)
-        return StreamPlan(task_id, last_event_id, None, until_terminal, visible_to)
+        return StreamPlan(task_id, last_event_id, None, until_terminal, visible_to, dialect)
     for _ in range(CONSISTENT_READ_ATTEMPTS):
         # The task, its messages and its artifacts are read by three statements, each of
         # which sees what was committed when it ran: a change committed between them (an
@@ -87,7 +95,7 @@ def plan(
         .first()
     ) or 0
     first = wire.task(view, dialect)
-    return StreamPlan(task_id, cursor, first, until_terminal, visible_to)
+    return StreamPlan(task_id, cursor, first, until_terminal, visible_to, dialect)
 
 
 def _status_metadata(event: TaskEvent) -> dict[str, Any] | None:
@@ -181,3 +189,59 @@ def view_state(task_dict: dict[str, Any]) -> str:
 def on_the_wire(item: dict[str, Any]) -> dict[str, Any]:
     """A stream item as clients see it: without the internal `_state`."""
     return {k: v for k, v in item.items() if k != "_state"}
+
+
+# --- Following a stream (every binding frames these items its own way) ----------------------
+
+KEEPALIVE_SECONDS = 15.0
+KEEPALIVE = "keepalive"  # nothing happened for KEEPALIVE_SECONDS: SSE sends a comment
+REVOKED = "revoked"  # the caller's key was revoked while streaming: the stream ends
+
+
+async def follow(sp: StreamPlan) -> AsyncIterator[tuple[int | None, dict[str, Any]] | str]:
+    """The stream's items in order, as (event id, 0.3 item) — the first snapshot's id is
+    the cursor — or KEEPALIVE / REVOKED. `final` is set on the item that ends the stream.
+
+    Waking up: a `Listener` on the task's group (a2a.notify) ends each wait early;
+    otherwise the log is polled every STREAM_POLL_SECONDS."""
+    poll = float(settings.TASKDECK.get("STREAM_POLL_SECONDS", 0.25))
+    news = Listener(group_name(sp.task_id))
+    fetch = database_sync_to_async(events_after, thread_sensitive=False)
+    valid = database_sync_to_async(still_valid, thread_sensitive=False)
+    loop = asyncio.get_running_loop()
+    cursor = sp.cursor
+    caller, every = sp.visible_to, revalidate_seconds()
+    check_at = loop.time() + every
+    try:
+        await news.join()
+        if sp.first is not None:
+            yield cursor, sp.first
+            if sp.ends_at(view_state(sp.first)):
+                return
+        idle = 0.0
+        while True:
+            if caller is not None and loop.time() >= check_at:
+                check_at = loop.time() + every
+                if not await valid(caller):
+                    yield REVOKED
+                    return
+            batch = await fetch(sp.task_id, cursor, sp.dialect)
+            for event_id, item, _ in batch:
+                cursor = event_id
+                ends = item.get("kind") == "status-update" and sp.ends_at(item["_state"])
+                if "final" in item:
+                    item = {**item, "final": ends}
+                yield event_id, on_the_wire(item)
+                if ends:
+                    return
+            if batch:
+                idle = 0.0
+                continue
+            if idle >= KEEPALIVE_SECONDS:
+                idle = 0.0
+                yield KEEPALIVE
+            started = loop.time()
+            await news.wait(poll)
+            idle += loop.time() - started
+    finally:
+        await news.leave()

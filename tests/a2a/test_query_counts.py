@@ -9,9 +9,9 @@ from django.test.utils import CaptureQueriesContext
 
 from a2a import services
 from a2a.auth import Principal
-from a2a.jsonrpc.views import _run
 from a2a.lifecycle import Dialect
 from a2a.protocol import methods
+from a2a.protocol.calls import run as _run
 from tests.conftest import AGENT, CLIENT, user_message
 
 pytestmark = pytest.mark.django_db(transaction=True)
