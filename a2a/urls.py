@@ -3,10 +3,12 @@ from django.urls import path
 from a2a.events_api import EventsView
 from a2a.jsonrpc.views import endpoint
 from a2a.protocol.agent_card import agent_card
+from a2a.rest.views import endpoint as rest_endpoint
 
 urlpatterns = [
     path("a2a", endpoint, name="a2a-jsonrpc-noslash"),
     path("a2a/", endpoint, name="a2a-jsonrpc"),
+    path("a2a/rest/<path:path>", rest_endpoint, name="a2a-rest"),
     path("api/events", EventsView.as_view(), name="events"),
     path(".well-known/agent-card.json", agent_card, name="agent-card"),
     path(".well-known/agent.json", agent_card, name="agent-card-legacy"),

@@ -1,6 +1,6 @@
 """ASGI entry point: HTTP (Django, including SSE streams) and WebSockets (AG-UI view).
 
-The A2A endpoint (POST /a2a) goes to a handler without the
+The A2A endpoints (POST /a2a, /a2a/rest/…) go to a handler without the
 dashboard's middleware (dashboard/protocol_handler.py says why); every other path gets
 the full stack.
 
@@ -22,14 +22,14 @@ django_asgi_app = get_asgi_application()
 
 from agui.routing import websocket_urlpatterns  # noqa: E402
 from dashboard import body_limit  # noqa: E402
-from dashboard.protocol_handler import PROTOCOL_PATHS, ProtocolHandler  # noqa: E402
+from dashboard.protocol_handler import ProtocolHandler, is_protocol_path  # noqa: E402
 
 body_limit.install()  # Daphne reads whole bodies before the app runs: limit them as they arrive
 protocol_app = ProtocolHandler()
 
 
 async def http_app(scope, receive, send):
-    app = protocol_app if scope["path"] in PROTOCOL_PATHS else django_asgi_app
+    app = protocol_app if is_protocol_path(scope["path"]) else django_asgi_app
     await app(scope, receive, send)
 
 

@@ -1,4 +1,5 @@
-"""The A2A JSON-RPC endpoint's own Django handler, without the dashboard's middleware.
+"""The A2A endpoints' own Django handler (JSON-RPC and HTTP+JSON), without the dashboard's
+middleware.
 
 Why: those calls are made in loops by other programs, and the dashboard's middleware
 costs them more than their own work. Every `MiddlewareMixin` hook runs in a thread
@@ -25,10 +26,17 @@ from django.http import HttpRequest, HttpResponseBase
 from django.middleware.security import SecurityMiddleware
 from django.urls import set_script_prefix
 
-# Exact paths (no prefix matching: /a2a/anything else goes the usual way and 404s there).
-# The agent card stays on the full stack: it is fetched once per client, and it relies on
-# ConditionalGetMiddleware for its ETag and 304s.
+# The JSON-RPC endpoint's exact paths and the HTTP+JSON binding's prefix (anything else
+# under /a2a/ goes the usual way and 404s there). The agent card stays on the full stack:
+# it is fetched once per client, and it relies on ConditionalGetMiddleware for its ETag
+# and 304s.
 PROTOCOL_PATHS = frozenset({"/a2a", "/a2a/"})
+PROTOCOL_PREFIX = "/a2a/rest/"
+
+
+def is_protocol_path(path: str) -> bool:
+    return path in PROTOCOL_PATHS or path.startswith(PROTOCOL_PREFIX)
+
 
 Respond = Callable[[HttpRequest], Awaitable[HttpResponseBase]]
 

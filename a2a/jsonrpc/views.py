@@ -22,7 +22,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from a2a import jsonsafe
 from a2a.auth import Principal, Unauthenticated, authenticate
-from a2a.protocol import calls, wire10
+from a2a.protocol import agent_card, calls, wire10
 from a2a.protocol import stream as streaming
 from a2a.protocol.errors import (
     CONTENT_TYPE_NOT_SUPPORTED,
@@ -156,7 +156,13 @@ def _decide(request: HttpRequest) -> HttpResponseBase | tuple[Any, calls.Pending
         return _response(rpc_id, error=JsonRpcError(METHOD_NOT_FOUND, f"no method {name!r}"))
     method = METHODS[name]
     version = method.version
-    outcome = calls.decide(name, payload.get("params") or {}, principal, request.headers)
+    outcome = calls.decide(
+        name,
+        payload.get("params") or {},
+        principal,
+        request.headers,
+        base_url=agent_card.base_url(request),
+    )
     if isinstance(outcome, calls.Pending):
         return rpc_id, outcome
     if isinstance(outcome, calls.Answer):
@@ -164,7 +170,7 @@ def _decide(request: HttpRequest) -> HttpResponseBase | tuple[Any, calls.Pending
     if isinstance(outcome, streaming.StreamPlan):
         wrap = wire10.stream_event if version == "1.0" else None
         return _sse(sse.stream(outcome, rpc_id, wrap=wrap))
-    if method.streaming and version == "0.3" and outcome.http_status == 200:
+    if method.streaming and version == "0.3" and outcome.in_call and outcome.http_status == 200:
         # 0.3 clients read a stream method's answer as SSE, errors included (but a
         # 429 stays an HTTP answer: clients back off on the status and Retry-After)
         body = {"jsonrpc": "2.0", "id": rpc_id, "error": outcome.as_dict(version)}

@@ -1,6 +1,16 @@
-"""The agent card (A2A 0.3 form), served at /.well-known/agent-card.json and the legacy
-/.well-known/agent.json, with Cache-Control, ETag and Last-Modified so clients can poll it
-cheaply (ConditionalGetMiddleware answers If-None-Match / If-Modified-Since with 304)."""
+"""The agent card, served at /.well-known/agent-card.json and the legacy
+/.well-known/agent.json (0.3 or 1.0 form by the A2A-Version header), with Cache-Control,
+ETag and Last-Modified so clients can poll it cheaply (ConditionalGetMiddleware answers
+If-None-Match / If-Modified-Since with 304).
+
+The 1.0 card lists every interface Taskdeck serves: JSON-RPC (/a2a/, preferred), HTTP+JSON
+(/a2a/rest) and gRPC (TASKDECK_GRPC_ADDRESS, `host:port`, when a gRPC process serves it).
+The 0.3 card lists JSON-RPC only: the other two bindings speak 1.0.
+
+The authenticated extended card (`extended_card`) is the card as one API key sees it: the
+skills it may start tasks of, and a caller extension naming its tenant, scopes and the
+methods those allow. Without a key it is refused (401), even where anonymous calls are on.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +30,8 @@ from a2a.models import Suspension
 from a2a.protocol.dialects import BINDU_EXTENSION_URI, PAUSE_EXTENSION_URI
 
 PROTOCOL_VERSION = "0.3.0"
+REST_PATH = "/a2a/rest"
+CALLER_EXTENSION_URI = "https://taskdeck.dev/extensions/caller/v1"
 _STARTED = datetime.now(UTC).replace(microsecond=0)  # the card changes only with a deploy
 
 
@@ -52,6 +64,7 @@ def build_card(url: str) -> dict[str, Any]:
         "additionalInterfaces": [{"url": f"{url}/a2a/", "transport": "JSONRPC"}],
         "version": "0.1.0",
         "provider": {"organization": "Taskdeck", "url": url},
+        "supportsAuthenticatedExtendedCard": True,
         "capabilities": {
             "streaming": True,
             "pushNotifications": True,
@@ -110,12 +123,11 @@ def build_card_10(url: str) -> dict[str, Any]:
         "description": card_03["description"],
         "version": card_03["version"],
         "provider": card_03["provider"],
-        "supportedInterfaces": [
-            {"url": f"{url}/a2a/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
-        ],
+        "supportedInterfaces": interfaces_10(url),
         "capabilities": {
             "streaming": card_03["capabilities"]["streaming"],
             "pushNotifications": card_03["capabilities"]["pushNotifications"],
+            "extendedAgentCard": True,
             "extensions": [
                 {
                     "uri": PAUSE_EXTENSION_URI,
@@ -143,6 +155,35 @@ def build_card_10(url: str) -> dict[str, Any]:
         "defaultOutputModes": card_03["defaultOutputModes"],
         "skills": card_03["skills"],
     }
+
+
+def interfaces_10(url: str) -> list[dict[str, str]]:
+    """Every binding served, the preferred (JSON-RPC) first."""
+    out = [
+        {"url": f"{url}/a2a/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+        {"url": f"{url}{REST_PATH}", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+    ]
+    grpc = settings.TASKDECK.get("GRPC_ADDRESS")
+    if grpc:
+        out.append({"url": grpc, "protocolBinding": "GRPC", "protocolVersion": "1.0"})
+    return out
+
+
+def extended_card(url: str, version: str, scopes: frozenset[str], tenant: str, methods):
+    """The card as the caller with `scopes` sees it (`methods`: the method names they may
+    call). Skills are the ones it may start tasks of: all with `write`, none without."""
+    card = build_card_10(url) if version == "1.0" else build_card(url)
+    if "write" not in scopes:
+        card["skills"] = []
+    caller = {
+        "uri": CALLER_EXTENSION_URI,
+        "description": "Who this card was made for: the API key's tenant, its scopes and "
+        "the methods they allow.",
+        "required": False,
+        "params": {"tenant": tenant, "scopes": sorted(scopes), "methods": sorted(methods)},
+    }
+    card["capabilities"]["extensions"] = [*card["capabilities"]["extensions"], caller]
+    return card
 
 
 def wanted_version(request: HttpRequest) -> str:

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from rest_framework import serializers
 
 from a2a import jsonsafe
@@ -111,10 +112,17 @@ def missing_scope(name: str, principal: Principal) -> ProtocolError | None:
     )
 
 
-def decide(name: str, params: Any, principal: Principal, headers: Mapping[str, str]) -> Decided:
+def decide(
+    name: str,
+    params: Any,
+    principal: Principal,
+    headers: Mapping[str, str],
+    *,
+    base_url: str = "",
+) -> Decided:
     """Check and run method `name` for `principal`; `headers` are the call's service
     parameters (A2A-Version, A2A-Extensions, Last-Event-ID), from HTTP headers or gRPC
-    metadata."""
+    metadata; `base_url` is where the caller reached the web server (for cards)."""
     if name not in METHODS:
         return ProtocolError(METHOD_NOT_FOUND, f"no method {name!r}")
     method = METHODS[name]
@@ -140,6 +148,7 @@ def decide(name: str, params: Any, principal: Principal, headers: Mapping[str, s
         last_event_id=cursor,
         version=method.version,
         settle_first=blocking(name, params),
+        base_url=base_url or settings.TASKDECK.get("PUBLIC_URL") or "",
     )
     outcome = run(name, params, call)
     if isinstance(outcome, ProtocolError | StreamPlan):
@@ -157,7 +166,14 @@ def to_wire(name: str, call: Call, result: Any) -> Any:
 
 
 def run(name: str, params: dict, call: Call) -> Any:
-    """Validate the params and run the handler: its result, or a ProtocolError."""
+    """Validate the params and run the handler: its result, or a ProtocolError (`in_call`)."""
+    outcome = _run(name, params, call)
+    if isinstance(outcome, ProtocolError):
+        outcome.in_call = True
+    return outcome
+
+
+def _run(name: str, params: dict, call: Call) -> Any:
     method = METHODS[name]
     serializer = method.params(data=params)
     if not serializer.is_valid():

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from a2a.auth import Unauthenticated
 from a2a.errors import NotAllowedNow, StaleHandle, TaskNotFound, Unsupported, refusal_hint
 from a2a.lifecycle import PAUSED, Action, Dialect, TransitionRefused
 from a2a.rate_limits import RateLimited
@@ -69,6 +70,9 @@ class ProtocolError(Exception):
     detail: str = ""
     data: dict[str, Any] = field(default_factory=dict)
     http_status: int = 200
+    # raised by the method itself (its params or its handler), not by the checks before it:
+    # a 0.3 stream method answers those inside its SSE stream (a2a.jsonrpc.views)
+    in_call: bool = False
 
     @property
     def message(self) -> str:
@@ -201,8 +205,14 @@ GRPC_STATUS = {
     RATE_LIMITED: "RESOURCE_EXHAUSTED",
 }
 # A refusal before the call runs, by its HTTP status (no key: 401, a missing scope: 403,
-# a body too large: 413), as a gRPC code name.
-GRPC_BY_HTTP = {401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 413: "RESOURCE_EXHAUSTED"}
+# no such route: 404 or 405, a body too large: 413), as a gRPC code name.
+GRPC_BY_HTTP = {
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    405: "UNIMPLEMENTED",
+    413: "RESOURCE_EXHAUSTED",
+}
 
 
 def rest_status(error: ProtocolError) -> int:
@@ -255,6 +265,8 @@ def from_domain(exc: Exception, dialect: Dialect = Dialect.RFC) -> ProtocolError
         return invalid_params(exc.errors)
     if isinstance(exc, Unsupported):
         return ProtocolError(UNSUPPORTED_OPERATION, str(exc))
+    if isinstance(exc, Unauthenticated):
+        return ProtocolError(INVALID_REQUEST, str(exc), http_status=401)
     if isinstance(exc, RateLimited):
         data = {"retryAfter": exc.retry_after}
         return ProtocolError(RATE_LIMITED, str(exc), data, http_status=429)

@@ -14,14 +14,14 @@ from django.db import transaction
 from rest_framework import serializers
 
 from a2a import access, rate_limits, selectors, services
-from a2a.auth import Principal
-from a2a.errors import NotAllowedNow, TaskNotFound, Unsupported, ValidationFailed
+from a2a.auth import Principal, Unauthenticated
+from a2a.errors import NotAllowedNow, TaskNotFound, ValidationFailed
 from a2a.lifecycle import TERMINAL, Dialect, State
 from a2a.models import Task
 
+from . import agent_card, wire, wire10
 from . import params as p
 from . import stream as streaming
-from . import wire, wire10
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,7 @@ class Call:
     # the handler returns only {"id": ...} — reading the whole task now cost a blocking
     # send a fifth of its web process's CPU, for an answer thrown away.
     settle_first: bool = False
+    base_url: str = ""  # where the caller reached us (cards name their interfaces under it)
 
     @property
     def actor(self) -> services.Actor:
@@ -61,7 +62,10 @@ class Method:
 
     @property
     def scopes(self) -> tuple[str, ...]:
-        """Every scope a caller needs: streams of a task's events read it as well."""
+        """Every scope a caller needs: streams of a task's events read it as well. A method
+        with no scope is open to any API key (the extended card)."""
+        if not self.scope:
+            return ()
         return (self.scope, "read") if self.streaming and self.scope != "read" else (self.scope,)
 
 
@@ -120,7 +124,17 @@ def subscribe(params: dict, call: Call) -> streaming.StreamPlan:
 
 
 def extended_card(params: dict, call: Call) -> dict:
-    raise Unsupported("this agent has no authenticated extended card")
+    """The card as this API key sees it; refused to a caller without a key (401), even
+    where anonymous calls are allowed: there is nobody to describe."""
+    if call.actor.kind == "anonymous":
+        raise Unauthenticated("the extended agent card needs an API key: send a bearer token")
+    scopes = call.principal.scopes
+    allowed = [
+        name
+        for name, m in METHODS.items()
+        if m.version == call.version and all(s in scopes for s in m.scopes)
+    ]
+    return agent_card.extended_card(call.base_url, call.version, scopes, call.actor.tenant, allowed)
 
 
 def resubscribe(params: dict, call: Call) -> streaming.StreamPlan:
@@ -266,6 +280,7 @@ METHODS: dict[str, Method] = {
     "tasks/pause": Method(pause_task, p.PauseParams, "write"),
     "tasks/resume": Method(resume_task, p.ResumeParams, "write"),
     "tasks/await_resumption": Method(await_resumption, p.AwaitResumptionParams, "agent"),
+    "agent/getAuthenticatedExtendedCard": Method(extended_card, p.EmptyParams, ""),
 }
 
 
@@ -300,7 +315,7 @@ METHODS.update(
         "ListTasks": _v10(list_tasks, p.TaskListParams, "read", _list_10),
         "CancelTask": _v10(cancel_task, p.TaskIdParams, "write", wire10.task),
         "SubscribeToTask": _v10(subscribe, p.TaskIdParams, "read", streaming=True),
-        "GetExtendedAgentCard": _v10(extended_card, p.EmptyParams, "read"),
+        "GetExtendedAgentCard": _v10(extended_card, p.EmptyParams, ""),
         "PauseTask": _v10(pause_task, p.PauseParams, "write", _states_10),
         "ResumeTask": _v10(resume_task, p.ResumeParams, "write", _states_10),
         "AwaitTaskResumption": _v10(await_resumption, p.AwaitResumptionParams, "agent", _states_10),

@@ -29,8 +29,9 @@ def _id_field(**kw) -> StrictCharField:
 
 
 class PartField(serializers.Field):
-    """One message part in A2A 0.3 form: text, data or file. `kind` may be omitted when
-    the shape says which it is (A2A 1.0 parts carry no kind)."""
+    """One message part in A2A 0.3 form: text, data or file, named by its `kind`, which
+    0.3 requires (the 0.3 kit refuses a part without it). A2A 1.0 parts carry no kind:
+    1.0 calls reach here through `wire10.params_to_03`, which names it from the shape."""
 
     default_error_messages = {"invalid": "must be an object"}
 
@@ -39,7 +40,7 @@ class PartField(serializers.Field):
             self.fail("invalid")
         kind = data.get("kind")
         if kind is None:
-            kind = next((k for k in ("text", "data", "file") if k in data), None)
+            raise serializers.ValidationError({"kind": ['is required: "text", "data" or "file"']})
         meta = data.get("metadata")
         if meta is not None and not isinstance(meta, dict):
             raise serializers.ValidationError({"metadata": ["must be an object"]})

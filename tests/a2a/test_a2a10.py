@@ -104,7 +104,7 @@ def error_info(error: dict) -> dict:
         ("GetTask", {"id": "nope"}, -32001, "TASK_NOT_FOUND"),
         ("CancelTask", {"id": "nope"}, -32001, "TASK_NOT_FOUND"),
         ("GetTask", {"id": 5}, -32602, "INVALID_PARAMS"),
-        ("GetExtendedAgentCard", {}, -32004, "UNSUPPORTED_OPERATION"),
+        ("ResumeTask", {"id": "nope"}, -32001, "TASK_NOT_FOUND"),
     ],
 )
 def test_errors_carry_error_info(rpc, unchanged, method, params, code, reason):
@@ -165,10 +165,17 @@ def http(asgi_server):
 
 def test_each_version_gets_its_own_card(http, asgi_server):
     card10 = http.get("/.well-known/agent-card.json", headers=V10).json()
-    assert card10["supportedInterfaces"] == [
-        {"url": f"{asgi_server}/a2a/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+    bindings = [(i["protocolBinding"], i["url"]) for i in card10["supportedInterfaces"]]
+    assert bindings[:2] == [
+        ("JSONRPC", f"{asgi_server}/a2a/"),
+        ("HTTP+JSON", f"{asgi_server}/a2a/rest"),
     ]
-    assert set(card10["capabilities"]) <= {"streaming", "pushNotifications", "extensions"}
+    assert set(card10["capabilities"]) <= {
+        "streaming",
+        "pushNotifications",
+        "extensions",
+        "extendedAgentCard",
+    }
     assert not {"url", "preferredTransport", "protocolVersion", "security"} & set(card10)
     pause = card10["capabilities"]["extensions"][0]["params"]
     assert pause["supportsPause"] is True and "ResumeTask" in pause["methods10"]

@@ -1086,3 +1086,11 @@ def test_a_request_without_id_is_answered_with_a_null_id(rpc, make_task):
     body = {"jsonrpc": "2.0", "method": "tasks/get", "params": {"id": task.id}}
     reply = rpc.raw(body).json()
     assert reply["id"] is None and reply["result"]["id"] == task.id
+
+
+def test_a_0_3_part_without_kind_is_refused(rpc, unchanged):
+    """0.3 parts name their kind; only 1.0 calls (no kinds at all) infer it from the shape."""
+    message = {"messageId": "nokind", "role": "user", "parts": [{"text": "hi"}]}
+    with unchanged():
+        error = rpc.error("message/send", {"message": message})
+    assert error["code"] == -32602 and "message.parts.0.kind" in error["data"]["errors"]

@@ -344,6 +344,7 @@ BUILDERS = {
     ),
     "SubscribeToTask": lambda d, v: task_params(d, v),
     "GetExtendedAgentCard": lambda d, v: {},
+    "agent/getAuthenticatedExtendedCard": lambda d, v: {},
     "tasks/pause": pause_params,
     "PauseTask": pause_params,
     "tasks/resume": resume_params,
@@ -738,7 +739,11 @@ def test_the_database_guard_sees_what_the_server_writes(fuzz_server, http, keys,
             "id": 2,
             "method": "message/send",
             "params": {
-                "message": {"role": "user", "messageId": "m-guard", "parts": [{"text": "hi"}]}
+                "message": {
+                    "role": "user",
+                    "messageId": "m-guard",
+                    "parts": [{"kind": "text", "text": "hi"}],
+                }
             },
         }
     )
