@@ -15,6 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DOORS = {
     "a2a.protocol": "A2A protocol (shared by the A2A bindings and push)",
     "a2a.jsonrpc": "A2A JSON-RPC binding",
+    "a2a.rest": "A2A HTTP+JSON binding",
+    "a2a.grpc_door": "A2A gRPC binding",
     "a2a.push": "A2A push notifications",
     "a2a.acp_door": "ACP door",
     "agui": "AG-UI projection and door",
@@ -25,6 +27,8 @@ ALLOWED: dict[str, set[str]] = {
     "core": set(),
     "a2a.protocol": set(),
     "a2a.jsonrpc": {"a2a.protocol"},
+    "a2a.rest": {"a2a.protocol"},
+    "a2a.grpc_door": {"a2a.protocol"},
     "a2a.push": {"a2a.protocol"},  # push posts A2A stream items; it is part of the A2A door
     "a2a.acp_door": set(),
     "agui": set(),
