@@ -106,13 +106,16 @@ def stream_message(params: dict, call: Call) -> streaming.StreamPlan:
 
 def subscribe(params: dict, call: Call) -> streaming.StreamPlan:
     """1.0 SubscribeToTask: the task first, then its events until it ends; a task that has
-    already ended has nothing to subscribe to (-32004, as the a2a-sdk answers)."""
+    already ended has nothing to subscribe to (-32004, as the a2a-sdk answers) — unless
+    the caller reconnects with Last-Event-ID: then it gets the events it missed, the last
+    one ending the stream."""
     rate_limits.take("resync", call.actor)
     mine = access.visible(Task.objects.filter(pk=params["task"]), call.actor)
     state = mine.values_list("state", flat=True).first()
     if state is None:
         raise TaskNotFound(params["task"])
-    if state in TERMINAL:
+    if state in TERMINAL and call.last_event_id is None:
+        # a reconnecting subscriber (Last-Event-ID) still gets what it missed, up to the end
         raise NotAllowedNow(State(state), f"task is {state} (terminal); nothing to subscribe to")
     return streaming.plan(
         params["task"],

@@ -182,3 +182,17 @@ def test_subscribing_to_a_finished_task_is_an_http_error_not_a_stream(rest, make
     task = make_task("completed")
     response = rest.post(f"/tasks/{task.id}:subscribe")
     error_of(response, 400, "UNIMPLEMENTED", "UNSUPPORTED_OPERATION")
+
+
+def test_a_subscriber_reconnecting_with_last_event_id_gets_only_what_it_missed(rest, make_task):
+    task = make_task("working")
+    services.pause_task(task.id, actor=CLIENT, reason="first")
+    seen = task.events.order_by("-id").values_list("id", flat=True).first()
+    services.resume_task(task.id, actor=CLIENT)
+    services.cancel_task(task.id, actor=CLIENT)
+    with rest.stream(
+        "GET", f"/tasks/{task.id}:subscribe", headers={"Last-Event-ID": str(seen)}
+    ) as r:
+        data = [json.loads(x[6:]) for x in r.iter_lines() if x.startswith("data: ")]
+    states = [e["statusUpdate"]["status"]["state"] for e in data]
+    assert states == ["TASK_STATE_WORKING", "TASK_STATE_CANCELED"]  # no snapshot, no pause
