@@ -22,11 +22,28 @@ INTEROP_SDK := a2a-sdk[http-server,postgresql]==1.3.0 uvicorn==0.54.0
 INTEROP := .venv-interop
 INTEROP_STAMP := $(INTEROP)/.installed-$(shell echo '$(INTEROP_SDK)' | sha1sum | cut -c1-12)
 
-$(STAMP): pyproject.toml
+# The gRPC binding's code (a2a/grpc_door) is generated from its .proto files by grpcio-tools'
+# protoc at install, never committed (.gitignore). The include maps the proto directory onto
+# the package path the code is imported from, so the modules import each other as
+# a2a.grpc_door.generated.*; google/api/*.proto come from googleapis-common-protos. It is made
+# again when a .proto changes or the code is missing (a fresh clone, `make clean`).
+GRPC_PROTO := a2a/grpc_door/proto
+GRPC_OUT := a2a/grpc_door/generated
+GRPC_SOURCES := $(wildcard $(GRPC_PROTO)/*.proto) $(if $(wildcard $(GRPC_OUT)/__init__.py),,grpc-missing)
+
+$(STAMP): pyproject.toml $(GRPC_SOURCES)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[test]"
+	@rm -rf $(GRPC_OUT) && mkdir -p $(GRPC_OUT)
+	$(PY) -m grpc_tools.protoc -I$(GRPC_OUT)=$(GRPC_PROTO) \
+	  -I"$$($(PY) -c 'import pathlib, google.api.http_pb2 as m; print(pathlib.Path(m.__file__).parents[2])')" \
+	  --python_out=. --pyi_out=. --grpc_python_out=. $(GRPC_PROTO)/*.proto
+	@touch $(GRPC_OUT)/__init__.py  # last: a failed protoc leaves it missing, so it runs again
 	@rm -f $(VENV)/.installed-*; touch $@
+
+.PHONY: grpc-missing
+grpc-missing:
 
 install: $(STAMP)
 
@@ -77,17 +94,18 @@ run: $(STAMP)
 	  exec $(PY) manage.py serve --host $(HOST) --port $(PORT) --web $(WEB) --workers 2
 
 ## Scale-out on one machine: PostgreSQL + Redis (DATABASE_URL / REDIS_URL below), two web
-## processes on 8001 and 8002, two agent workers and the scheduler. Ctrl+C stops them all.
+## processes on 8001 and 8002, the gRPC binding on 50052 (`make run`'s is on 50051, so both
+## can run), two agent workers and the scheduler. Ctrl+C stops them all.
 scale-out: $(STAMP)
 	@mkdir -p var
 	@test -s var/dev-secret-key || $(PY) -c "import secrets; print(secrets.token_urlsafe(50))" > var/dev-secret-key
 	@$(PY) -c "import psycopg; c=psycopg.connect('$(PG_URL)'.rsplit('/',1)[0]+'/postgres', autocommit=True); n='$(PG_URL)'.rsplit('/',1)[1]; c.execute(f'CREATE DATABASE {n}') if not c.execute('SELECT 1 FROM pg_database WHERE datname=%s', (n,)).fetchone() else None"
 	@export DJANGO_SECRET_KEY="$$(cat var/dev-secret-key)" TASKDECK_DEBUG=$${TASKDECK_DEBUG:-1} \
 	  DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS); \
-	  $(PY) manage.py serve --host $(HOST) --port 8001,8002 --check >/dev/null && \
+	  $(PY) manage.py serve --host $(HOST) --port 8001,8002 --grpc-port 50052 --check >/dev/null && \
 	  $(PY) manage.py migrate --noinput -v0 && \
 	  $(PY) manage.py seed_demo --force --url http://$(HOST):8001 && \
-	  exec $(PY) manage.py serve --host $(HOST) --port 8001,8002 --workers 2
+	  exec $(PY) manage.py serve --host $(HOST) --port 8001,8002 --grpc-port 50052 --workers 2
 
 ## Install test dependencies and run the whole suite: SQLite and, side by side, PostgreSQL +
 ## Redis when reachable (required when TASKDECK_REQUIRE_POSTGRES=1, as in CI).
@@ -127,8 +145,15 @@ bench-load: $(STAMP) interop-venv
 	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
 	$(PY) bench/load.py $(BENCH_ARGS)
 
+## The official A2A conformance kits against a fresh Taskdeck (docs/conformance.md):
+## make conformance TCK03=<clone at tag 0.3.0.beta3> TCK10=<clone at branch 1.0-dev>
+## (either may be left out). Kits' virtualenvs and reports under var/conformance/.
+.PHONY: conformance
+conformance: $(STAMP)
+	$(PY) tests/conformance/run_kits.py $(if $(TCK03),--tck03 $(TCK03)) $(if $(TCK10),--tck10 $(TCK10)) $(CONFORMANCE_ARGS)
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 
 clean:
-	rm -rf $(VENV) $(INTEROP) $(ACP_PEERS) $(TEST_TOOLS) var .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(INTEROP) $(ACP_PEERS) $(TEST_TOOLS) $(GRPC_OUT) var .pytest_cache .ruff_cache

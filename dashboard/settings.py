@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "a2a.runtime",
     "a2a.push",
     "a2a.acp_door",
+    "a2a.grpc_door",  # `manage.py run_grpc`: the A2A 1.0 gRPC binding
     "agui",
     "dashboard",
 ]
@@ -315,6 +316,12 @@ TASKDECK = {
     "PUBLIC_URL": os.environ.get("TASKDECK_PUBLIC_URL", ""),
     # Pause dialect for requests that don't choose one: "rfc" or "bindu".
     "DEFAULT_DIALECT": os.environ.get("TASKDECK_DEFAULT_DIALECT", "rfc"),
+    # The gRPC binding's address as clients dial it (`host:port`, no scheme); the agent card
+    # lists the gRPC interface when it is set. `manage.py serve` sets it for its children.
+    "GRPC_ADDRESS": os.environ.get("TASKDECK_GRPC_ADDRESS", ""),
+    # Where the web processes listen, for a process that has no request to read it from
+    # (the gRPC binding's extended card); `manage.py serve` sets it. PUBLIC_URL wins.
+    "WEB_URL": os.environ.get("TASKDECK_WEB_URL", ""),
     # Scopes granted to callers without an API key (empty: every call needs a key).
     "ANONYMOUS_SCOPES": env_list("TASKDECK_ANONYMOUS_SCOPES"),
     # A stream re-reads the task's event log at least this often (channel-layer

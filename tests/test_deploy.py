@@ -232,7 +232,7 @@ def test_serve_runs_several_web_processes_on_one_port_each_with_its_own_socket(t
         port = probe.getsockname()[1]
     serve = subprocess.Popen(
         [sys.executable, str(ROOT / "manage.py"), "serve", "--port", str(port), "--web", "2",
-         "--workers", "0"],
+         "--workers", "0", "--grpc-port", "0"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     try:
@@ -263,6 +263,89 @@ def test_serve_runs_several_web_processes_on_one_port_each_with_its_own_socket(t
         serve.terminate()
         serve.wait(timeout=30)
     assert serve.returncode == 0
+
+
+# --- The gRPC binding beside the web processes (`serve --grpc-port`) ---------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _environ(pid: int) -> dict[str, str]:
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        pairs = [item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item]
+    return {k.decode(): v.decode() for k, v in pairs}
+
+
+def test_serve_runs_the_grpc_binding_and_tells_every_child_its_address(tmp_path):
+    """A gRPC process answers on --grpc-port with the same keys as the web; the children's
+    environment keeps a TASKDECK_GRPC_ADDRESS that was given (the public address)."""
+    import grpc
+
+    from a2a.grpc_door.protos import a2a_pb2, a2a_pb2_grpc
+
+    public = "grpc.taskdeck.example.com:443"
+    env = _dev_env(
+        tmp_path,
+        TASKDECK_DEBUG="0",
+        TASKDECK_ALLOWED_HOSTS="127.0.0.1",
+        TASKDECK_GRPC_ADDRESS=public,
+    )
+    assert _manage(env, "migrate", "--noinput", "-v0").returncode == 0
+    token = _manage(env, "create_api_key", "web", "--scopes", "read").stdout.split()[-1]
+    port, grpc_port = _free_port(), _free_port()
+    serve = subprocess.Popen(
+        [sys.executable, str(ROOT / "manage.py"), "serve", "--port", str(port),
+         "--workers", "0", "--grpc-port", str(grpc_port)],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        banner = serve.stdout.readline()
+        assert f"gRPC on 127.0.0.1:{grpc_port}" in banner, banner
+        pids = dict(re.findall(r"(web-\d+|grpc)=(\d+)", banner))
+        while f"gRPC: A2A 1.0 on 127.0.0.1:{grpc_port}" not in (line := serve.stdout.readline()):
+            assert line, "serve ended before its gRPC process listened"
+        with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+            stub = a2a_pb2_grpc.A2AServiceStub(channel)
+            listed = stub.ListTasks(
+                a2a_pb2.ListTasksRequest(), metadata=[("authorization", f"Bearer {token}")]
+            )
+        assert list(listed.tasks) == [] and listed.page_size == 50
+        for name in (f"web-{port}", "grpc"):
+            assert _environ(int(pids[name]))["TASKDECK_GRPC_ADDRESS"] == public, name
+    finally:
+        serve.terminate()
+        serve.wait(timeout=30)
+    assert serve.returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("host", "grpc_port", "given", "address"),
+    [
+        ("127.0.0.1", 50051, None, "127.0.0.1:50051"),
+        ("::1", 50052, None, "[::1]:50052"),
+        ("0.0.0.0", 50051, "grpc.example.com:443", "grpc.example.com:443"),
+        ("127.0.0.1", 0, None, None),  # no gRPC process: no address
+    ],
+)
+def test_the_grpc_address_serve_gives_its_children(host, grpc_port, given, address):
+    from dashboard.management.commands.serve import child_environment
+
+    environ = {"PATH": "/bin", **({"TASKDECK_GRPC_ADDRESS": given} if given else {})}
+    env = child_environment(host, grpc_port, environ)
+    assert env.get("TASKDECK_GRPC_ADDRESS") == address and env["PATH"] == "/bin"
+
+
+def test_serve_refuses_a_grpc_port_a_web_process_uses(tmp_path):
+    done = _manage(
+        _dev_env(tmp_path), "serve", "--port", "8001,8002", "--grpc-port", "8002", "--check"
+    )
+    assert done.returncode != 0 and "--grpc-port 8002" in done.stderr, done.stderr
+    ok = _manage(_dev_env(tmp_path), "serve", "--port", "8001,8002", "--check")
+    assert ok.returncode == 0 and "gRPC on port 50051" in ok.stdout, ok.stdout + ok.stderr
 
 
 # --- Static files in production: hashed, compressed, cached for good ------------------------
@@ -311,3 +394,16 @@ def test_production_static_files_are_hashed_compressed_and_cached_for_good(tmp_p
     imports = got["imports"].split()
     assert imports and all(re.fullmatch(r"\./\w+\.[0-9a-f]{12}\.js", i) for i in imports), got
     assert (tmp_path / "staticfiles" / "staticfiles.json").exists()
+
+
+def test_serve_tells_its_children_where_the_web_processes_listen():
+    """The gRPC process has no request to read a base URL from: its extended card names the
+    other bindings under TASKDECK_WEB_URL, unless one was given."""
+    from dashboard.management.commands.serve import child_environment
+
+    env = child_environment("127.0.0.1", 50051, {}, web_port=8000)
+    assert env["TASKDECK_WEB_URL"] == "http://127.0.0.1:8000"
+    given = {"TASKDECK_WEB_URL": "https://td.example"}
+    assert child_environment("::1", 0, given, web_port=8000)["TASKDECK_WEB_URL"] == (
+        "https://td.example"
+    )

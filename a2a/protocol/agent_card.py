@@ -47,6 +47,13 @@ PAUSE_PARAMS = {
     "states": ["paused-by-client", "paused-by-agent"],
     "methods": ["tasks/pause", "tasks/await_resumption", "tasks/resume"],
     "methods10": ["PauseTask", "AwaitTaskResumption", "ResumeTask"],
+    # the same three on the other 1.0 bindings (docs/protocol.md)
+    "httpJsonRoutes": [
+        "POST /tasks/{id}:pause",
+        "POST /tasks/{id}:awaitResumption",
+        "POST /tasks/{id}:resume",
+    ],
+    "grpcService": "taskdeck.pause.v1.TaskdeckPauseService",
     "pauseModes": list(Suspension.Mode.values),
     "onTimeout": ["fail", "resume_with_summary", "resume_with_input"],
 }

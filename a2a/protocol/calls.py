@@ -148,7 +148,12 @@ def decide(
         last_event_id=cursor,
         version=method.version,
         settle_first=blocking(name, params),
-        base_url=base_url or settings.TASKDECK.get("PUBLIC_URL") or "",
+        base_url=(
+            base_url
+            or settings.TASKDECK.get("PUBLIC_URL")
+            or settings.TASKDECK.get("WEB_URL")
+            or ""
+        ).rstrip("/"),
     )
     outcome = run(name, params, call)
     if isinstance(outcome, ProtocolError | StreamPlan):

@@ -1,4 +1,4 @@
-"""`manage.py serve`: Daphne, agent workers and the scheduler as one command.
+"""`manage.py serve`: Daphne, agent workers, the scheduler and the gRPC binding as one command.
 
 `make run` uses it so one command gives a working Taskdeck. Each part is its own process
 (as in a scale-out deployment); if one dies unexpectedly the others are stopped and the
@@ -8,6 +8,11 @@ layer they wake each other over UNIX sockets in var/wake/ (a2a/localwake.py): a 
 reaches an idle worker, and a worker's change the web process's streams, blocking sends
 and dashboards. So workers poll the job table only every second, as a fallback.
 
+The gRPC binding (`manage.py run_grpc`, A2A 1.0 over gRPC) runs in a process of its own on
+--grpc-port (0: none). Every child learns its address as TASKDECK_GRPC_ADDRESS (the agent
+card lists it), unless the environment already names one: the public address clients
+dial, when a proxy stands in front.
+
 With DEBUG on it listens on loopback only: a debug page shows settings, source and request
 data to whoever gets one, so a non-loopback --host is refused (turn DEBUG off for that).
 """
@@ -15,11 +20,13 @@ data to whoever gets one, so a non-loopback --host is refused (turn DEBUG off fo
 from __future__ import annotations
 
 import ipaddress
+import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from django.conf import settings
@@ -71,6 +78,28 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def grpc_address(host: str, port: int) -> str:
+    """host:port as gRPC clients dial it (an IPv6 literal in brackets)."""
+    host = host.strip()
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"{host}:{port}"
+
+
+def child_environment(
+    host: str, grpc_port: int, environ: Mapping[str, str], web_port: int = 0
+) -> dict[str, str]:
+    """The children's environment: this one, plus TASKDECK_GRPC_ADDRESS when a gRPC process
+    runs and no address was given, and TASKDECK_WEB_URL (the first web port: where the
+    gRPC process's extended card says the other bindings are, without a PUBLIC_URL)."""
+    env = dict(environ)
+    if grpc_port and not env.get("TASKDECK_GRPC_ADDRESS"):
+        env["TASKDECK_GRPC_ADDRESS"] = grpc_address(host, grpc_port)
+    if web_port and not env.get("TASKDECK_WEB_URL"):
+        env["TASKDECK_WEB_URL"] = f"http://{grpc_address(host, web_port)}"
+    return env
+
+
 # Runs as the web process before Daphne replaces it: the inherited socket becomes
 # descriptor 3 and the environment names it, as systemd's socket activation does.
 ADOPT = (
@@ -92,7 +121,7 @@ def adopting(listening: socket.socket, application: str) -> list[str]:
 
 
 class Command(BaseCommand):
-    help = "Run the web server, agent workers and the scheduler together."
+    help = "Run the web server, agent workers, the scheduler and the gRPC binding together."
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default="127.0.0.1")
@@ -109,19 +138,38 @@ class Command(BaseCommand):
         )
         parser.add_argument("--workers", type=int, default=2, help="agent worker processes")
         parser.add_argument(
+            "--grpc-port",
+            type=int,
+            default=50051,
+            help="port of the A2A gRPC binding's process (default 50051; 0: no gRPC process)",
+        )
+        parser.add_argument(
             "--check", action="store_true", help="check the options and exit, starting nothing"
         )
 
-    def handle(self, *args, host: str, port: str, web: int, workers: int, check: bool, **options):
+    def handle(
+        self,
+        *args,
+        host: str,
+        port: str,
+        web: int,
+        workers: int,
+        grpc_port: int,
+        check: bool,
+        **options,
+    ):
         refuse_public_debug(host)
         if web < 1:
             raise CommandError("--web must be at least 1")
+        ports = [int(p) for p in str(port).split(",") if p.strip()]
+        if grpc_port < 0 or (grpc_port and grpc_port in ports):
+            raise CommandError(f"--grpc-port {grpc_port} must be 0 or a port no web process uses")
         if check:
+            grpc = f", gRPC on port {grpc_port}" if grpc_port else ""
             self.stdout.write(
-                f"ok: would serve on {host} (DEBUG {'on' if settings.DEBUG else 'off'})"
+                f"ok: would serve on {host} (DEBUG {'on' if settings.DEBUG else 'off'}){grpc}"
             )
             return
-        ports = [int(p) for p in str(port).split(",") if p.strip()]
         commands: dict[str, list[str]] = {}
         shared: list[socket.socket] = []  # held open here for as long as the web processes run
         inherits: dict[str, tuple[int, ...]] = {}
@@ -142,14 +190,22 @@ class Command(BaseCommand):
                 sys.executable, MANAGE, "run_worker", "--interval", "1", "--no-reload",
             ]  # fmt: skip
         commands["scheduler"] = [sys.executable, MANAGE, "run_scheduler"]
+        if grpc_port:
+            commands["grpc"] = [
+                sys.executable, MANAGE, "run_grpc", "--host", host, "--port", str(grpc_port),
+            ]  # fmt: skip
+        env = child_environment(host, grpc_port, os.environ, web_port=ports[0])
         # own sessions: a Ctrl+C reaches only this command, which stops each child once
         procs = {
-            name: subprocess.Popen(cmd, start_new_session=True, pass_fds=inherits.get(name, ()))
+            name: subprocess.Popen(
+                cmd, start_new_session=True, pass_fds=inherits.get(name, ()), env=env
+            )
             for name, cmd in commands.items()
         }
         urls = ", ".join(f"http://{host}:{p}/" for p in ports)
+        grpc = f", gRPC on {grpc_address(host, grpc_port)}" if grpc_port else ""
         self.stdout.write(
-            f"Taskdeck on {urls} ({web} web process{'es' if web > 1 else ''} per port) "
+            f"Taskdeck on {urls} ({web} web process{'es' if web > 1 else ''} per port{grpc}) "
             f"with {workers} workers and a scheduler "
             f"(pids {', '.join(f'{n}={p.pid}' for n, p in procs.items())})"
         )

@@ -1,0 +1,119 @@
+"""Each RPC of the served services as a call of the core, named by the RPC: A2A 1.0 and its
+JSON-RPC binding use the same method names (SendMessage, GetTask, …, PauseTask), so the
+servicers are built from the service descriptors and nothing here lists methods. A method
+the core does not have (the push app not installed) is `decide`'s METHOD_NOT_FOUND:
+UNIMPLEMENTED.
+
+A call: its metadata become service parameters; one worker thread authenticates the
+caller (`authorization`, as the JSON-RPC door's header), turns the request into its
+ProtoJSON params and lets `a2a.protocol.calls.decide` check and run it (one thread hop,
+thread_sensitive=False, so calls really run side by side and row locks decide who wins);
+the event loop then waits where a call waits: for a blocking send's task to settle, or on
+a stream's items (`a2a.protocol.stream.follow`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
+from typing import Any
+
+import grpc
+from channels.db import database_sync_to_async
+from google.protobuf import message_factory
+from google.protobuf.descriptor import ServiceDescriptor
+from google.protobuf.message import Message
+
+from a2a.auth import Unauthenticated, authenticate
+from a2a.protocol import calls, wire10
+from a2a.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, ProtocolError
+from a2a.protocol.stream import KEEPALIVE, REVOKED, StreamPlan, follow
+from a2a.runtime import settle
+
+from . import protojson
+from .metadata import ServiceParameters
+from .status import abort
+
+log = logging.getLogger(__name__)
+
+FAILED = ProtocolError(INTERNAL_ERROR, "the server could not complete this request")
+KEY_REVOKED = ProtocolError(
+    INVALID_REQUEST, "the API key was revoked; the stream ends", http_status=401
+)
+
+
+def decide(name: str, request: Message, headers: ServiceParameters) -> calls.Decided:
+    """In a worker thread: who is calling (UNAUTHENTICATED when nobody), the params, then
+    the core's decision."""
+    try:
+        principal = authenticate(headers.get("authorization"))
+    except Unauthenticated as exc:
+        return ProtocolError(INVALID_REQUEST, str(exc), http_status=401)
+    try:
+        params = protojson.params_of(request)
+    except ProtocolError as err:
+        return err
+    return calls.decide(name, params, principal, headers)
+
+
+_decide_in_thread = database_sync_to_async(decide, thread_sensitive=False)
+_settled_in_thread = database_sync_to_async(calls.settled, thread_sensitive=False)
+
+
+def unary(name: str, response: type[Message]) -> Callable[..., Any]:
+    async def handle(self, request: Message, context: grpc.aio.ServicerContext) -> Message:
+        headers = ServiceParameters(context.invocation_metadata())
+        try:
+            decided = await _decide_in_thread(name, request, headers)
+            if isinstance(decided, calls.Pending):
+                await settle.until_settled(decided.task_id)
+                decided = await _settled_in_thread(decided)
+            if isinstance(decided, calls.Answer):
+                return protojson.message_of(decided.value, response)
+        except Exception:
+            log.exception("gRPC %s failed", name)
+            decided = FAILED
+        await abort(context, decided if isinstance(decided, ProtocolError) else FAILED)
+
+    return handle
+
+
+def server_streaming(name: str, response: type[Message]) -> Callable[..., Any]:
+    async def handle(
+        self, request: Message, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[Message]:
+        headers = ServiceParameters(context.invocation_metadata())
+        try:
+            decided = await _decide_in_thread(name, request, headers)
+        except Exception:
+            log.exception("gRPC %s failed", name)
+            decided = FAILED
+        if not isinstance(decided, StreamPlan):
+            await abort(context, decided if isinstance(decided, ProtocolError) else FAILED)
+        # aclosing: a client that goes away (or an abort) leaves the task's group at once
+        async with aclosing(follow(decided)) as items:
+            async for got in items:
+                if got == KEEPALIVE:  # HTTP/2 keeps the connection; nothing to send
+                    continue
+                if got == REVOKED:
+                    await abort(context, KEY_REVOKED)
+                _, item = got
+                try:
+                    event = protojson.message_of(wire10.stream_event(item), response)
+                except Exception:
+                    log.exception("gRPC %s: an event did not fit StreamResponse", name)
+                    await abort(context, FAILED)
+                yield event
+
+    return handle
+
+
+def servicer(service: ServiceDescriptor, base: type) -> object:
+    """An instance of the generated servicer `base` with every RPC of `service` routed."""
+    methods = {}
+    for method in service.methods:
+        response = message_factory.GetMessageClass(method.output_type)
+        make = server_streaming if method.server_streaming else unary
+        methods[method.name] = make(method.name, response)
+    return type(f"{service.name}Binding", (base,), methods)()
