@@ -9,7 +9,8 @@ The 0.3 card lists JSON-RPC only: the other two bindings speak 1.0.
 
 The authenticated extended card (`extended_card`) is the card as one API key sees it: the
 skills it may start tasks of, and a caller extension naming its tenant, scopes and the
-methods those allow. Without a key it is refused (401), even where anonymous calls are on.
+methods those allow. Without a key it is refused (401), as every call is, unless anonymous
+callers are let in (TASKDECK_ANONYMOUS_SCOPES): they get the anonymous tenant's card.
 """
 
 from __future__ import annotations

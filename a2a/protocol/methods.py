@@ -14,7 +14,7 @@ from django.db import transaction
 from rest_framework import serializers
 
 from a2a import access, rate_limits, selectors, services
-from a2a.auth import Principal, Unauthenticated
+from a2a.auth import Principal
 from a2a.errors import NotAllowedNow, TaskNotFound, ValidationFailed
 from a2a.lifecycle import TERMINAL, Dialect, State
 from a2a.models import Task
@@ -127,10 +127,10 @@ def subscribe(params: dict, call: Call) -> streaming.StreamPlan:
 
 
 def extended_card(params: dict, call: Call) -> dict:
-    """The card as this API key sees it; refused to a caller without a key (401), even
-    where anonymous calls are allowed: there is nobody to describe."""
-    if call.actor.kind == "anonymous":
-        raise Unauthenticated("the extended agent card needs an API key: send a bearer token")
+    """The card as the caller sees it. Without a key a caller is refused before it gets
+    here (401), unless the operator lets anonymous callers in (TASKDECK_ANONYMOUS_SCOPES):
+    then they are a principal like a key's, the anonymous tenant with those scopes, and
+    get its card (it tells them nothing their scopes do not already let them find out)."""
     scopes = call.principal.scopes
     allowed = [
         name

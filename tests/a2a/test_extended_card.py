@@ -1,6 +1,7 @@
 """The authenticated extended agent card (0.3 agent/getAuthenticatedExtendedCard, 1.0
 GetExtendedAgentCard, HTTP+JSON GET /extendedAgentCard): the card as one API key sees it,
-refused without a key; and what the public card says about it and about the bindings."""
+refused without a key (unless anonymous callers are let in); and what the public card says
+about it and about the bindings."""
 
 from __future__ import annotations
 
@@ -51,13 +52,15 @@ def test_without_a_key_it_is_refused(rpc, unchanged):
     assert response.status_code == 401
 
 
-def test_it_is_refused_without_a_key_even_where_anonymous_calls_are_on(settings):
+def test_where_anonymous_callers_are_let_in_they_get_the_anonymous_card(settings):
     from a2a.auth import authenticate
     from a2a.protocol import calls
 
-    settings.TASKDECK = {**settings.TASKDECK, "ANONYMOUS_SCOPES": ["read", "write"]}
+    settings.TASKDECK = {**settings.TASKDECK, "ANONYMOUS_SCOPES": ["read"]}
     outcome = calls.decide("GetExtendedAgentCard", {}, authenticate(None), V10)
-    assert outcome.http_status == 401 and "API key" in outcome.detail
+    me = caller(outcome.value)
+    assert me["tenant"] == "anonymous" and me["scopes"] == ["read"]
+    assert outcome.value["skills"] == []
 
 
 def test_the_public_cards_announce_it_and_every_binding(settings):
