@@ -17,8 +17,9 @@ REDIS ?= redis://127.0.0.1:6379/0
 # The official a2a-sdk client for tests/interop lives in its own virtualenv: its import name
 # is `a2a`, like our Django app, so it must never be installed into $(VENV). The http-server
 # and postgresql (SQLAlchemy, asyncpg) extras and uvicorn serve bench/sdk_server.py, in
-# memory and on PostgreSQL (bench/load.py).
-INTEROP_SDK := a2a-sdk[http-server,postgresql]==1.3.0 uvicorn==0.54.0
+# memory and on PostgreSQL (bench/load.py); the grpc extra gives its client the gRPC binding
+# (tests/interop drives each of Taskdeck's three bindings with it).
+INTEROP_SDK := a2a-sdk[http-server,postgresql,grpc]==1.3.0 uvicorn==0.54.0
 INTEROP := .venv-interop
 INTEROP_STAMP := $(INTEROP)/.installed-$(shell echo '$(INTEROP_SDK)' | sha1sum | cut -c1-12)
 

@@ -185,6 +185,8 @@ def _run(name: str, params: dict, call: Call) -> Any:
         return invalid_params(flatten_errors(serializer.errors))
     try:
         return method.handler(serializer.validated_data, call)
+    except ProtocolError as err:  # a protocol matter the handler decided (no domain error)
+        return err
     except Exception as exc:
         mapped = from_domain(exc, call.dialect)
         if mapped is not None:

@@ -22,6 +22,7 @@ from a2a.models import Task
 from . import agent_card, wire, wire10
 from . import params as p
 from . import stream as streaming
+from .errors import EXTENDED_CARD_NOT_CONFIGURED, ProtocolError
 
 
 @dataclass(frozen=True)
@@ -128,9 +129,17 @@ def subscribe(params: dict, call: Call) -> streaming.StreamPlan:
 
 def extended_card(params: dict, call: Call) -> dict:
     """The card as the caller sees it. Without a key a caller is refused before it gets
-    here (401), unless the operator lets anonymous callers in (TASKDECK_ANONYMOUS_SCOPES):
-    then they are a principal like a key's, the anonymous tenant with those scopes, and
-    get its card (it tells them nothing their scopes do not already let them find out)."""
+    here (401), unless the operator lets anonymous callers in (TASKDECK_ANONYMOUS_SCOPES).
+    Then the two versions differ, as their conformance kits do: 0.3's method is the
+    *authenticated* card, and an anonymous caller gets -32007 (no such card for it); 1.0's
+    GetExtendedAgentCard treats the anonymous caller as the principal it is (the anonymous
+    tenant with those scopes) and answers its card, which tells it nothing its scopes do
+    not already let it find out."""
+    if call.version == "0.3" and call.actor.kind == "anonymous":
+        raise ProtocolError(
+            EXTENDED_CARD_NOT_CONFIGURED,
+            "the authenticated extended card is for callers with an API key",
+        )
     scopes = call.principal.scopes
     allowed = [
         name

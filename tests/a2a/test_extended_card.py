@@ -61,6 +61,8 @@ def test_where_anonymous_callers_are_let_in_they_get_the_anonymous_card(settings
     me = caller(outcome.value)
     assert me["tenant"] == "anonymous" and me["scopes"] == ["read"]
     assert outcome.value["skills"] == []
+    refused = calls.decide("agent/getAuthenticatedExtendedCard", {}, authenticate(None), {})
+    assert refused.code == -32007  # 0.3: the *authenticated* card (the 0.3 kit asks this)
 
 
 def test_the_public_cards_announce_it_and_every_binding(settings):

@@ -5,16 +5,30 @@ project's interpreter: tests/interop/test_sdk_client.py starts it in a subproces
 separate virtualenv, in isolated mode (-I) so the repository's `a2a/` cannot shadow it.
 
 Input: one JSON object as argv[1] (or on stdin):
-    {"base": "http://127.0.0.1:8000", "token": "...", "action": "...", "args": {...}}
+    {"base": "http://127.0.0.1:8000", "token": "...", "binding": "JSONRPC",
+     "action": "...", "args": {...}}
 or, to save interpreter starts, several actions run one after the other:
-    {"base": ..., "token": ..., "steps": [{"action": "...", "args": {...}}, ...]}
+    {"base": ..., "token": ..., "binding": ..., "steps": [{"action": "...", "args": {...}}]}
+A step may carry its own "token" or "binding" (else the command's). `binding` is the one
+protocol binding the SDK may use (ClientConfig.supported_protocol_bindings): JSONRPC,
+HTTP+JSON or GRPC; the SDK finds its interface in the card fetched from `base`. A task_id
+arg "$last" stands for the task id of the last event printed with one.
 Output: one JSON object per line, flushed at once so a test can react while a stream runs:
     {"event": {...}}      what the SDK yielded or returned, summarised (see `summary`);
                           for action "card", the card and transport the SDK chose
-    {"disconnected": true, "last": {...}}   a subscription left after max_events
+    {"disconnected": true, "last": {...}}   a stream left after max_events
     {"error": "TaskNotFoundError", "message": "...", "data": ...}   an A2AError raised
+                          (also any other exception, e.g. the factory's ValueError when the
+                          card has no interface of the binding; "sdk_error": false then)
     {"done": true}        the action finished (each step ends with "done" or "error")
-States are printed as the SDK's enum names (TaskState.Name), exactly what a user would see.
+States are printed as the SDK's enum names (TaskState.Name), exactly what a user would see
+(a number the enum has no name for, as gRPC may deliver, as that number: "101").
+
+The API key travels as an SDK user passes one: an AuthInterceptor with a credential
+service, which reads the card's security requirements (scheme `bearer`, HTTP Bearer) and
+puts `Authorization: Bearer <key>` in the call's service parameters; the transports send
+them as HTTP headers (JSON-RPC, HTTP+JSON) or as gRPC metadata (`authorization`). The card
+itself is fetched without it (it is public).
 
 Actions and their args:
     card                                        the resolved card and interface, the SDK
@@ -22,7 +36,8 @@ Actions and their args:
     send      text, message_id, metadata, return_immediately, task_id, context_id
                                                 SendMessage (blocking unless
                                                 return_immediately)
-    stream    same as send                      SendStreamingMessage until the server ends it
+    stream    same as send, max_events          SendStreamingMessage until the server ends
+                                                it; with max_events, hang up after that many
     get       task_id, history_length           GetTask
     cancel    task_id                           CancelTask
     subscribe task_id, max_events               SubscribeToTask; with max_events, hang up
@@ -38,8 +53,10 @@ import uuid
 from importlib.metadata import version
 from typing import Any
 
+import grpc
 import httpx
 from a2a.client import ClientConfig, create_client
+from a2a.client.auth import AuthInterceptor, CredentialService
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -68,7 +85,11 @@ def _text(message) -> str:
 
 
 def _status(status) -> dict:
-    out = {"state": TaskState.Name(status.state), "state_value": int(status.state)}
+    value = int(status.state)
+    # proto3 enums are open: a number the SDK's TaskState lacks is kept (gRPC) and shown as
+    # the number itself, "101"; the JSON bindings' lenient parse drops an unknown name (0)
+    name = TaskState.Name(value) if value in TaskState.values() else str(value)
+    out = {"state": name, "state_value": value}
     if status.HasField("message"):
         out["text"] = _text(status.message)
         out["message"] = _dict(status.message)
@@ -132,45 +153,94 @@ def request(args: dict) -> SendMessageRequest:
     return req
 
 
-async def act(http: httpx.AsyncClient, base: str, action: str, args: dict) -> None:
-    config = ClientConfig(httpx_client=http, streaming=action in ("stream", "subscribe"))
-    client = await create_client(base, client_config=config)
+class Key(CredentialService):
+    """The one API key, for whatever scheme the card asks it for."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    async def get_credentials(self, security_scheme_name: str, context) -> str | None:
+        return self.token or None
+
+
+async def act(http: httpx.AsyncClient, cmd: dict, step: dict, last: dict) -> None:
+    action, args = step["action"], dict(step.get("args") or {})
+    if args.get("task_id") == "$last":
+        args["task_id"] = last["task_id"]
+    token = step.get("token", cmd.get("token", ""))
+    dialed: list[str] = []
+
+    def channel(url: str) -> grpc.aio.Channel:  # what the SDK asks for the GRPC interface
+        dialed.append(url)
+        return grpc.aio.insecure_channel(url)
+
+    config = ClientConfig(
+        httpx_client=http,
+        streaming=action in ("stream", "subscribe"),
+        supported_protocol_bindings=[step.get("binding") or cmd.get("binding") or "JSONRPC"],
+        grpc_channel_factory=channel,
+    )
+    client = await create_client(
+        cmd["base"], client_config=config, interceptors=[AuthInterceptor(Key(token))]
+    )
+
+    def out(ev: dict) -> dict:
+        if ev.get("task_id"):
+            last["task_id"] = ev["task_id"]
+        emit(event=ev)
+        return ev
+
     try:
         if action == "card":
             card = client._card  # what create_client resolved (no public accessor in 1.3.0)
-            emit(
-                event={
+            transport = client._transport
+            out(
+                {
                     "kind": "card",
                     "sdk_version": version("a2a-sdk"),
                     "name": card.name,
                     "streaming": card.capabilities.streaming,
                     "interfaces": [_dict(i) for i in card.supported_interfaces],
-                    "transport": type(client._transport).__name__,
-                    "url": getattr(client._transport, "url", None),
+                    "security_requirements": [
+                        sorted(r.schemes) for r in card.security_requirements
+                    ],
+                    "security_schemes": {
+                        name: scheme.WhichOneof("scheme")
+                        for name, scheme in card.security_schemes.items()
+                    },
+                    "transport": type(transport).__name__,
+                    # the interface's url the transport talks to (gRPC: what it dialed)
+                    "url": getattr(transport, "url", None) or (dialed[0] if dialed else None),
                     "task_states": list(TaskState.keys()),
                 }
             )
         elif action in ("send", "stream"):
-            async for ev in client.send_message(request(args)):
-                emit(event=stream_event(ev))
+            limit, seen, ev = args.get("max_events"), 0, None
+            async for item in client.send_message(request(args)):
+                ev = out(stream_event(item))
+                seen += 1
+                if limit is not None and seen >= limit:
+                    break  # leaving the iterator closes the response / the call: a hang-up
+            if limit is not None and seen >= limit:
+                emit(disconnected=True, last=ev)
         elif action == "get":
             req = GetTaskRequest(id=args["task_id"])
             if args.get("history_length") is not None:
                 req.history_length = args["history_length"]
-            emit(event=summary("task", await client.get_task(req)))
+            out(summary("task", await client.get_task(req)))
         elif action == "cancel":
             task = await client.cancel_task(CancelTaskRequest(id=args["task_id"]))
-            emit(event=summary("task", task))
+            out(summary("task", task))
         elif action == "subscribe":
-            limit, seen, last = args.get("max_events"), 0, None
-            async for ev in client.subscribe(SubscribeToTaskRequest(id=args["task_id"])):
-                last = stream_event(ev)
-                emit(event=last)
+            limit, seen, ev = args.get("max_events"), 0, None
+            req = SubscribeToTaskRequest(id=args["task_id"])
+            async for item in client.subscribe(req):
+                ev = out(stream_event(item))
                 seen += 1
                 if limit is not None and seen >= limit:
-                    break  # leaving the iterator closes the HTTP response: a real hang-up
+                    break  # leaving the iterator closes the response / the call: a hang-up
             if limit is not None and seen >= limit:
-                emit(disconnected=True, last=last)
+                emit(disconnected=True, last=ev)
         else:
             raise SystemExit(f"unknown action {action!r}")
     finally:
@@ -179,18 +249,20 @@ async def act(http: httpx.AsyncClient, base: str, action: str, args: dict) -> No
 
 async def run(cmd: dict) -> None:
     steps = cmd.get("steps") or [{"action": cmd["action"], "args": cmd.get("args") or {}}]
-    # One httpx client carries the bearer token on every request, card fetch included;
-    # the SDK's factory adds `A2A-Version: 1.0` to its headers.
+    last: dict[str, str] = {}
+    # One httpx client for the HTTP bindings and the card; the SDK's factory adds
+    # `A2A-Version: 1.0` to its headers (gRPC: `a2a-version` metadata on each call).
     async with httpx.AsyncClient(
-        headers={"Authorization": f"Bearer {cmd['token']}"} if cmd.get("token") else {},
-        timeout=httpx.Timeout(10.0, read=float(cmd.get("read_timeout", 60))),
+        timeout=httpx.Timeout(10.0, read=float(cmd.get("read_timeout", 60)))
     ) as http:
         for step in steps:
             try:
-                await act(http, cmd["base"], step["action"], step.get("args") or {})
+                await act(http, cmd, step, last)
                 emit(done=True)
             except A2AError as exc:  # A2AClientError (HTTP, timeouts, bad answers) included
                 emit(error=type(exc).__name__, message=exc.message, data=exc.data)
+            except Exception as exc:  # the SDK refused otherwise (e.g. no such interface)
+                emit(error=type(exc).__name__, message=str(exc), data=None, sdk_error=False)
 
 
 def main() -> None:

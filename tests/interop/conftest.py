@@ -4,6 +4,12 @@ The SDK lives in its own virtualenv (.venv-interop, made by `make interop-venv`)
 name is `a2a`, the same as our Django app, so it never enters this process. `sdk.run(...)`
 and `sdk.spawn(...)` start tests/interop/client_script.py with that interpreter.
 
+Bindings: the SDK client talks to each A2A binding Taskdeck serves (BINDINGS): JSON-RPC
+and HTTP+JSON on a Daphne of this module's own, gRPC on a `manage.py run_grpc` process. That
+Daphne's card lists the gRPC interface (TASKDECK["GRPC_ADDRESS"], set in its process only),
+so the SDK finds all three where a user's SDK would: in the card. The session's
+`asgi_server` is left as other suites expect it (no gRPC interface in its card).
+
 Workers: these tests need real agent workers, but tests/push and tests/runtime sort after
 this directory and start their own. A session-scoped `runtime` defined here would keep a
 second set of workers alive through them (they would steal jobs from those suites'
@@ -12,10 +18,12 @@ workers), so this directory's `runtime` lives for the module and is stopped afte
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import queue
 import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,9 +32,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import connections
 
-from tests.runtime.conftest import (  # noqa: F401  (start: shared)
+from tests.conftest import start_daphne, stop_daphne
+from tests.runtime.conftest import (  # noqa: F401  (start, jobs_finished_…: shared fixtures)
+    DIE_WITH_US,
     Processes,
+    _env,
+    jobs_finished_before_the_flush,
     settle_tasks,
     start,
     wait_idle,
@@ -36,6 +49,9 @@ from tests.runtime.conftest import (  # noqa: F401  (start: shared)
 ROOT = Path(__file__).resolve().parents[2]
 INTEROP_PYTHON = ROOT / ".venv-interop" / "bin" / "python"
 SCRIPT = Path(__file__).resolve().parent / "client_script.py"
+
+# The SDK's names for the bindings (a2a.utils.constants.TransportProtocol), and test ids
+BINDINGS = {"JSONRPC": "jsonrpc", "HTTP+JSON": "http_json", "GRPC": "grpc"}
 
 
 def _in_ci() -> bool:
@@ -48,6 +64,69 @@ def runtime(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Pr
     logs = tmp_path_factory.mktemp("interop-runtime-logs")
     with workers_running(django_db_blocker, logs) as procs:
         yield procs
+
+
+@dataclass
+class GrpcServer:
+    """`manage.py run_grpc` for this module: its address, or why it did not start."""
+
+    address: str = ""
+    error: str = ""
+
+
+@pytest.fixture(scope="module")
+def grpc_server(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[GrpcServer]:
+    """`manage.py run_grpc --port 0` on the test database. A server that does not start
+    fails the gRPC cases only (the card then lists no gRPC interface)."""
+    logs = tmp_path_factory.mktemp("interop-grpc-logs")
+    with django_db_blocker.unblock():
+        connections.close_all()
+    stderr = open(logs / "grpc.log", "w")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [*DIE_WITH_US, sys.executable, str(ROOT / "manage.py"), "run_grpc", "--port", "0"],
+        cwd=ROOT,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+    )
+    try:
+        line = proc.stdout.readline()  # "gRPC: A2A 1.0 on 127.0.0.1:PORT" once it listens
+        if line.startswith("gRPC: A2A 1.0 on "):
+            yield GrpcServer(address=line.rsplit(" ", 1)[1].strip())
+        else:
+            proc.wait(timeout=10)
+            stderr.flush()
+            yield GrpcServer(
+                error=f"run_grpc did not start: {line}{(logs / 'grpc.log').read_text()}"
+            )
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+        proc.wait(timeout=20)
+        stderr.close()
+
+
+def _card_application(grpc_address: str):
+    """The ASGI app, in Daphne's child process, with the gRPC interface in its card
+    (settings changed in that process only: the tests' own settings stay as they are)."""
+    from channels.routing import get_default_application
+    from django.conf import settings
+
+    if grpc_address:
+        settings.TASKDECK["GRPC_ADDRESS"] = grpc_address
+    return get_default_application()
+
+
+@pytest.fixture(scope="module")
+def a2a_server(grpc_server, django_db_setup, django_db_blocker) -> Iterator[str]:
+    """Daphne serving the ASGI app for this module (JSON-RPC at /a2a/, HTTP+JSON at
+    /a2a/rest, the card listing them and grpc_server's address); its base URL."""
+    proc = start_daphne(
+        django_db_blocker, functools.partial(_card_application, grpc_server.address)
+    )
+    yield f"http://127.0.0.1:{proc.port.value}"
+    stop_daphne(proc)
 
 
 @dataclass
@@ -126,14 +205,23 @@ class Sdk:
 
     base: str
     token: str
+    binding: str = "JSONRPC"
     started: list[Live] = field(default_factory=list)
 
     def spawn(self, action: str = "", *, token: str | None = None, steps=(), **args) -> Live:
         """Start client_script with one action (or `steps`: (action, args) pairs run in
-        one process, which saves an interpreter start each)."""
-        command = {"base": self.base, "token": self.token if token is None else token}
+        one process, which saves an interpreter start each; a third item, a dict, may give
+        the step its own "token" or "binding")."""
+        command = {
+            "base": self.base,
+            "token": self.token if token is None else token,
+            "binding": self.binding,
+        }
         if steps:
-            command["steps"] = [{"action": a, "args": kw} for a, kw in steps]
+            command["steps"] = [
+                {"action": step[0], "args": step[1], **(step[2] if len(step) > 2 else {})}
+                for step in steps
+            ]
         else:
             command.update(action=action, args=args)
         proc = subprocess.Popen(
@@ -148,7 +236,7 @@ class Sdk:
         self.started.append(live)
         return live
 
-    def steps(self, *steps: tuple[str, dict[str, Any]], token: str | None = None) -> list[list]:
+    def steps(self, *steps: tuple, token: str | None = None) -> list[list]:
         """Run the steps to their end; for each, the lines it printed, ending with its
         {"done": true} or its {"error": ...}."""
         lines = self.spawn(token=token, steps=steps).finish(timeout=60)
@@ -185,9 +273,9 @@ def _require_interop_venv() -> None:
 
 
 @contextmanager
-def _client(base: str, token: str) -> Iterator[Sdk]:
+def _client(base: str, token: str, binding: str = "JSONRPC") -> Iterator[Sdk]:
     _require_interop_venv()
-    client = Sdk(base, token)
+    client = Sdk(base, token, binding)
     try:
         yield client
     finally:
@@ -195,19 +283,28 @@ def _client(base: str, token: str) -> Iterator[Sdk]:
             live.close()
 
 
+@pytest.fixture(params=list(BINDINGS), ids=list(BINDINGS.values()))
+def binding(request, grpc_server) -> str:
+    """Each test that uses the SDK runs once per binding (the SDK's name for it)."""
+    if request.param == "GRPC" and grpc_server.error:
+        pytest.fail(grpc_server.error)
+    return request.param
+
+
 @pytest.fixture
-def sdk(asgi_server, api_key) -> Iterator[Sdk]:
-    """The SDK client with a valid API key (read, write, agent scopes)."""
-    with _client(asgi_server, api_key) as client:
+def sdk(a2a_server, api_key, binding) -> Iterator[Sdk]:
+    """The SDK client over `binding`, with a valid API key (read, write, agent scopes)."""
+    with _client(a2a_server, api_key, binding) as client:
         yield client
 
 
 @pytest.fixture(scope="module")
-def sdk_card(asgi_server) -> dict:
-    """What the SDK made of our agent card (public: no key needed), asked once."""
-    with _client(asgi_server, "") as client:
-        (card,) = client.events("card")
-    return card
+def sdk_cards(a2a_server) -> dict[str, list[dict]]:
+    """What the SDK made of our agent card (public: no key needed) for each binding, asked
+    once, in one process: binding -> the lines it printed (the card, or the error)."""
+    with _client(a2a_server, "") as client:
+        out = client.steps(*[("card", {}, {"binding": b}) for b in BINDINGS])
+    return dict(zip(BINDINGS, out, strict=True))
 
 
 @pytest.fixture

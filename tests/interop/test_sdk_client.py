@@ -1,9 +1,18 @@
-"""The official a2a-sdk 1.3.0 client against the live Taskdeck (issue 4, "Done when" 1).
+"""The official a2a-sdk 1.3.0 client against the live Taskdeck, over each A2A binding
+(issue 4, "Done when" 1; issue 17, item 5).
 
-Real everything: Daphne serving the ASGI app, db_worker and scheduler processes running the
-agents, and the SDK's own client (create_client → JsonRpcTransport, A2A 1.0) in a subprocess
-from .venv-interop, authenticating with one of our API keys. What the tests assert is what a
-user of the SDK sees: its enum names, its event payloads, the exceptions it raises.
+Real everything: Daphne serving the ASGI app (JSON-RPC, HTTP+JSON), a `manage.py run_grpc`
+process (gRPC), db_worker and scheduler processes running the agents, and the SDK's own
+client in a subprocess from .venv-interop, authenticating with one of our API keys. Each
+test runs once per binding (the `binding` fixture): the SDK may use that binding only
+(ClientConfig.supported_protocol_bindings) and finds its interface in our 1.0 card, so
+create_client builds JsonRpcTransport, RestTransport or GrpcTransport. What the tests assert
+is what a user of the SDK sees: its enum names, its event payloads, the exceptions it raises.
+
+Per binding, four tests cover what a client does: discovery (the card), a blocking send, a
+streaming send and GetTask (and their errors), a cancel, and a stream it hangs up on,
+resubscribes to, and sees a pause and a resume on (the pause is made through
+a2a.services: what is checked is that the binding under test shows it).
 
 The oracle for "nothing lost, in order" is the task's TaskEvent log, turned into the stream
 events a client should get by `logged()` below, straight from the rows (not through the
@@ -21,7 +30,7 @@ from a2a.models import Artifact, Message, Task, TaskEvent
 from a2a.protocol.stream import STATUS_KINDS
 from a2a.protocol.wire10 import STATE_10
 from tests.conftest import CLIENT
-from tests.runtime.conftest import wait_for, wait_idle, wait_state
+from tests.runtime.conftest import wait_for, wait_idle
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -46,10 +55,26 @@ def sig(ev: dict) -> tuple:
     return (ev["kind"],)
 
 
-def logged(task_id: str, sdk_states: set[str]) -> list[tuple]:
+# Taskdeck's paused states over gRPC: the numbers of taskdeck.pause.v1.PausedTaskState in
+# `status.state` (a2a/grpc_door/proto/taskdeck_pause.proto); the SDK keeps the number.
+PAUSED_OVER_GRPC = {"TASK_STATE_PAUSED_BY_CLIENT": 101, "TASK_STATE_PAUSED_BY_AGENT": 102}
+
+
+def shown(state: str, sdk_states: set[str], binding: str) -> tuple[str, int | None]:
+    """A 1.0 state name as the SDK user sees it over `binding`: (state, state_value) as
+    client_script prints them (state_value None: whatever the SDK's enum says)."""
+    if state in sdk_states:
+        return state, None
+    if binding == "GRPC" and state in PAUSED_OVER_GRPC:
+        return str(PAUSED_OVER_GRPC[state]), PAUSED_OVER_GRPC[state]
+    # JSON-RPC and HTTP+JSON: the lenient ProtoJSON parse drops a name the enum lacks
+    return "TASK_STATE_UNSPECIFIED", 0
+
+
+def logged(task_id: str, sdk_states: set[str], binding: str) -> list[tuple]:
     """The task's TaskEvent log as the `sig`s of the stream events an SDK client should see.
     An artifact event added the parts from its partsFrom up to the next append's partsFrom.
-    States the SDK's enum lacks are shown as the SDK shows them (TASK_STATE_UNSPECIFIED)."""
+    States the SDK's enum lacks are shown as the SDK shows them over `binding` (`shown`)."""
     rows = list(TaskEvent.objects.filter(task_id=task_id).order_by("id"))
     parts = {a.artifact_id: a.parts for a in Artifact.objects.filter(task_id=task_id)}
     messages = {m.seq: m for m in Message.objects.filter(task_id=task_id)}
@@ -72,8 +97,7 @@ def logged(task_id: str, sdk_states: set[str]) -> list[tuple]:
             text = ""
             if msg is not None and msg.role == "agent":
                 text = "".join(p.get("text", "") for p in msg.parts if p.get("kind") == "text")
-            state = STATE_10[e.to_state]
-            out.append(("status", state if state in sdk_states else "TASK_STATE_UNSPECIFIED", text))
+            out.append(("status", shown(STATE_10[e.to_state], sdk_states, binding)[0], text))
     return out
 
 
@@ -96,35 +120,74 @@ def states(events: list[dict]) -> list[str]:
 
 
 @pytest.fixture
-def sdk_states(sdk_card) -> set[str]:
+def sdk_states(sdk_cards) -> set[str]:
     """The TaskState names the SDK's enum knows (asked of the SDK itself)."""
-    return set(sdk_card["task_states"])
+    return set(sdk_cards["JSONRPC"][0]["event"]["task_states"])
 
 
 # --- the tests --------------------------------------------------------------------------------
 
+TRANSPORTS = {"JSONRPC": "JsonRpcTransport", "HTTP+JSON": "RestTransport", "GRPC": "GrpcTransport"}
+# What the SDK raises for a key the server refuses, by binding. A2A has no error reason for
+# authentication: Taskdeck answers 401 (gRPC: UNAUTHENTICATED) with reason INVALID_REQUEST,
+# which the SDK's REST and gRPC transports map to InvalidRequestError; its JSON-RPC
+# transport does not read the body of a non-200 answer.
+REFUSED = {
+    "JSONRPC": ("A2AClientError", "HTTP Error 401"),
+    "HTTP+JSON": ("InvalidRequestError", "unknown or revoked API key"),
+    "GRPC": ("InvalidRequestError", "unknown or revoked API key"),
+}
 
-def test_the_sdk_picks_the_1_0_json_rpc_interface_from_the_card(runtime, sdk_card, asgi_server):
+
+def test_the_sdk_finds_each_binding_in_the_card(
+    runtime, sdk_cards, binding, a2a_server, grpc_server
+):
     # (`runtime` first, only so that the workers boot while the SDK reads the card)
-    card = sdk_card
+    lines = sdk_cards[binding]
+    assert lines[-1] == {"done": True}, lines
+    card = lines[0]["event"]
     assert card["sdk_version"] == "1.3.0"
-    assert card["transport"] == "JsonRpcTransport"  # not the 0.3 compat transport
-    assert card["url"] == f"{asgi_server}/a2a/"
+    assert card["transport"] == TRANSPORTS[binding]  # the 1.0 one, not a 0.3 compat transport
+    assert (
+        card["url"]
+        == {
+            "JSONRPC": f"{a2a_server}/a2a/",
+            "HTTP+JSON": f"{a2a_server}/a2a/rest",
+            "GRPC": grpc_server.address,
+        }[binding]
+    )
     assert card["interfaces"] == [
-        {"protocolBinding": "JSONRPC", "protocolVersion": "1.0", "url": f"{asgi_server}/a2a/"}
+        {"protocolBinding": "JSONRPC", "protocolVersion": "1.0", "url": f"{a2a_server}/a2a/"},
+        {"protocolBinding": "HTTP+JSON", "protocolVersion": "1.0", "url": f"{a2a_server}/a2a/rest"},
+        {"protocolBinding": "GRPC", "protocolVersion": "1.0", "url": grpc_server.address},
     ]
     assert card["streaming"] is True  # else send_message would not stream
+    # the SDK's AuthInterceptor sends the key as `Authorization: Bearer` because of these
+    assert card["security_requirements"] == [["bearer"]]
+    assert card["security_schemes"] == {"bearer": "http_auth_security_scheme"}
 
 
-def test_a_blocking_send_to_the_tck_agent_completes(sdk, settle):
-    (ev,) = sdk.events(
-        "send",
-        text="hello",
-        message_id=f"tck-complete-task-{uuid.uuid4()}",
-        metadata={"skill": "tck"},
+def test_send_stream_get_and_a_refused_key(sdk, binding, settle, sdk_states):
+    before = Task.objects.count()
+    sent, streamed, got, missing, refused = sdk.steps(
+        (
+            "send",
+            {
+                "text": "hello",
+                "message_id": f"tck-complete-task-{uuid.uuid4()}",
+                "metadata": {"skill": "tck"},
+            },
+        ),
+        ("stream", {"text": "go", "metadata": {"skill": "batch", "items": 3}}),
+        ("get", {"task_id": "$last", "history_length": 1}),
+        ("get", {"task_id": "no-such-task"}),
+        ("send", {"metadata": {"skill": "tck"}}, {"token": "not-a-key"}),
     )
-    settle(ev["task_id"])
+
     # SendMessage blocked until the agent settled: the one answer is the finished task
+    assert sent[-1] == {"done": True}, sent
+    (ev,) = [line["event"] for line in sent if "event" in line]
+    settle(ev["task_id"])
     assert ev["kind"] == "task" and ev["state"] == "TASK_STATE_COMPLETED"
     assert ev["text"] == "Hello from TCK"
     assert ev["message"]["role"] == "ROLE_AGENT"
@@ -132,46 +195,37 @@ def test_a_blocking_send_to_the_tck_agent_completes(sdk, settle):
     assert task.skill == "tck" and task.state == "completed"
     assert task.context_id == ev["context_id"]
 
-
-def test_the_sdk_sends_the_bearer_token_and_a_wrong_one_is_refused(sdk, api_key):
-    before = Task.objects.count()
-    lines = sdk.run("send", token="not-a-key", metadata={"skill": "tck"})
-    assert lines[0]["error"] == "A2AClientError" and "HTTP Error 401" in lines[0]["message"]
-    assert Task.objects.count() == before
-
-
-def test_stream_a_batch_to_completion(sdk, settle, sdk_states):
-    events = sdk.events("stream", text="go", metadata={"skill": "batch", "items": 3})
+    # SendStreamingMessage: the task, then its updates in log order to the terminal one,
+    # after which the server ended the stream
+    assert streamed[-1] == {"done": True}, streamed
+    events = [line["event"] for line in streamed if "event" in line]
     task_id = settle(events[0]["task_id"])
     first, rest = events[0], events[1:]
     assert first["kind"] == "task"
     assert first["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
     assert {e["task_id"] for e in events} == {task_id}
     assert {e["context_id"] for e in events} == {first["context_id"]}
-    # in order, ending with the terminal update (the server closed the stream after it)
     assert states(events)[-1] == "TASK_STATE_COMPLETED" and rest[-1]["kind"] == "status_update"
     assert "TASK_STATE_WORKING" in states(rest)
     assert rest[-1]["text"] == "Processed 3 items."
-    # the artifacts a client builds from the events are the task's artifacts
     assert items(Artifact.objects.get(task_id=task_id).parts) == [0, 1, 2]
     assert artifact_view(first, rest) == {RESULTS: [0, 1, 2]}, [sig(e) for e in events]
-    # every event of the log after the first snapshot, in log order, nothing else
-    log = logged(task_id, sdk_states)
+    log = logged(task_id, sdk_states, binding)
     assert [sig(e) for e in rest] == log[len(log) - len(rest) :]
 
+    # GetTask of the streamed task, and of one that does not exist
+    assert got[-1] == {"done": True}, got
+    ev = got[0]["event"]
+    assert ev["kind"] == "task" and ev["task_id"] == task_id
+    assert ev["state"] == "TASK_STATE_COMPLETED" and ev["text"] == "Processed 3 items."
+    assert ev["context_id"] == first["context_id"] and ev["history"] == 1
+    assert artifact_view(ev, []) == {RESULTS: [0, 1, 2]}
+    assert missing[0]["error"] == "TaskNotFoundError", missing
 
-def test_get_a_task_and_an_unknown_one(sdk, start):
-    task = start("batch", items=2)
-    wait_state(task.id, "completed")
-    found, missing = sdk.steps(
-        ("get", {"task_id": task.id, "history_length": 1}), ("get", {"task_id": "no-such-task"})
-    )
-    ev = found[0]["event"]
-    assert ev["kind"] == "task" and ev["task_id"] == task.id
-    assert ev["state"] == "TASK_STATE_COMPLETED" and ev["text"] == "Processed 2 items."
-    assert ev["context_id"] == task.context_id and ev["history"] == 1
-    assert artifact_view(ev, []) == {RESULTS: [0, 1]}
-    assert missing[0]["error"] == "TaskNotFoundError"
+    # a key the server does not know: refused, nothing made
+    error, words = REFUSED[binding]
+    assert refused[0]["error"] == error and words in refused[0]["message"], refused
+    assert Task.objects.count() == before + 2
 
 
 def test_cancel_a_running_batch(sdk, settle):
@@ -195,19 +249,25 @@ def test_cancel_a_running_batch(sdk, settle):
         ("subscribe", {"task_id": task_id}),
         ("get", {"task_id": task_id}),
     )
-    assert again[0]["error"] == "TaskNotCancelableError"
-    assert stream[0]["error"] == "UnsupportedOperationError"
-    assert get[0]["event"]["state"] == "TASK_STATE_CANCELED"
+    assert again[0]["error"] == "TaskNotCancelableError", again
+    assert stream[0]["error"] == "UnsupportedOperationError", stream
+    assert get[0]["event"]["state"] == "TASK_STATE_CANCELED", get
 
 
-def test_resubscribe_after_a_disconnect_loses_nothing(sdk, start, sdk_states):
-    n = 16
-    task = start("batch", items=n, pace=12)  # 0.3 s an item: seconds left to resubscribe
-    wait_state(task.id, "working")
-    first = sdk.spawn("subscribe", task_id=task.id, max_events=3)
+def test_hang_up_resubscribe_and_see_a_pause(sdk, binding, settle, sdk_states):
+    """A streaming send the client leaves early; the task goes on; a resubscription gets
+    what was missed, then a pause and a resume as they happen, and the end."""
+    n = 14
+    first = sdk.spawn(
+        "stream",
+        text="go",
+        metadata={"skill": "batch", "items": n, "pace": 12},  # 0.3 s an item
+        max_events=3,
+    )
     lines = first.finish()
-    assert lines[-2]["disconnected"] is True and lines[-1] == {"done": True}
+    assert lines[-2]["disconnected"] is True and lines[-1] == {"done": True}, lines
     one = first.events()
+    task_id = settle(one[0]["task_id"])
     assert len(one) == 3 and one[0]["kind"] == "task" and lines[-2]["last"] == one[-1]
     seen_by_one = artifact_view(one[0], one[1:]).get(RESULTS, [])
     assert seen_by_one == list(range(len(seen_by_one))), (
@@ -217,73 +277,61 @@ def test_resubscribe_after_a_disconnect_loses_nothing(sdk, start, sdk_states):
     )
     # while nobody listens, the task goes on: wait until it did two more items
     wait_for(
-        lambda: len(Artifact.objects.get(task_id=task.id).parts) >= len(seen_by_one) + 2,
+        lambda: (
+            len(getattr(Artifact.objects.filter(task_id=task_id).first(), "parts", []))
+            >= len(seen_by_one) + 2
+        ),
         what="progress while disconnected",
     )
-    assert Task.objects.get(pk=task.id).state == "working"
-    two, reread = sdk.steps(("subscribe", {"task_id": task.id}), ("get", {"task_id": task.id}))
-    assert two[-1] == {"done": True}, two
-    two = [line["event"] for line in two if "event" in line]
-    snapshot, rest = two[0], two[1:]
-    # the second stream starts with the task as it is now, then runs to the end
-    assert snapshot["kind"] == "task" and snapshot["state"] == "TASK_STATE_WORKING"
-    assert states(two)[-1] == "TASK_STATE_COMPLETED"
-    in_snapshot = artifact_view(snapshot, []).get(RESULTS, [])
-    missed = in_snapshot[len(seen_by_one) :]
-    assert in_snapshot[: len(seen_by_one)] == seen_by_one and len(missed) >= 2
-    # together nothing is lost: the client's view is the finished task's
-    assert artifact_view(snapshot, rest) == {RESULTS: list(range(n))}, [sig(e) for e in rest]
-    final = reread[0]["event"]
-    assert final["state"] == "TASK_STATE_COMPLETED"
-    assert artifact_view(final, []) == {RESULTS: list(range(n))}
-    # and each stream is a gapless run of the log, in order
-    log = logged(task.id, sdk_states)
-    assert [sig(e) for e in rest] == log[len(log) - len(rest) :]
-    sigs_one = [sig(e) for e in one[1:]]
-    assert any(log[i : i + len(sigs_one)] == sigs_one for i in range(len(log))), (
-        f"{sigs_one} is not a run of {log}"
-    )
+    assert Task.objects.get(pk=task_id).state == "working"
 
-
-def test_a_pause_and_a_resume_show_on_the_stream(sdk, start, sdk_states):
-    n = 10
-    task = start("batch", items=n, pace=12)  # 0.3 s an item
-    wait_state(task.id, "working")
-    live = sdk.spawn("subscribe", task_id=task.id)
+    live = sdk.spawn("subscribe", task_id=task_id)
     snapshot = live.until(lambda e: True)
+    # the second stream starts with the task as it is now: nothing missed is lost
     assert snapshot["kind"] == "task" and snapshot["state"] == "TASK_STATE_WORKING"
+    in_snapshot = artifact_view(snapshot, []).get(RESULTS, [])
+    assert in_snapshot[: len(seen_by_one)] == seen_by_one
+    assert len(in_snapshot) >= len(seen_by_one) + 2
     live.until(lambda e: e["kind"] == "artifact_update")  # the run is live on the stream
 
-    outcome = services.pause_task(task.id, actor=CLIENT, reason="interop check")
+    outcome = services.pause_task(task_id, actor=CLIENT, reason="interop check")
     paused = live.until(lambda e: "handle" in e.get("metadata", {}))
-    # The SDK's TaskState enum has no paused member: protobuf's lenient parse drops the
-    # unknown name, so the SDK user sees TASK_STATE_UNSPECIFIED (0) and the RFC fields.
-    assert paused["kind"] == "status_update" and paused["task_id"] == task.id
-    assert paused["state"] == "TASK_STATE_UNSPECIFIED" and paused["state_value"] == 0
+    # The SDK's TaskState enum has no paused member: over JSON-RPC and HTTP+JSON protobuf's
+    # lenient parse drops the unknown name, so the SDK user sees TASK_STATE_UNSPECIFIED (0);
+    # over gRPC the open enum keeps Taskdeck's number (101). The RFC fields are in metadata.
     assert "TASK_STATE_PAUSED_BY_CLIENT" not in sdk_states
+    paused_as = shown("TASK_STATE_PAUSED_BY_CLIENT", sdk_states, binding)
+    assert paused["kind"] == "status_update" and paused["task_id"] == task_id
+    assert (paused["state"], paused["state_value"]) == paused_as
     meta = paused["metadata"]
     assert meta["handle"] == outcome.suspension.handle and meta["initiator"] == "client"
     assert meta["reason"] == "interop check" and meta["pausedAt"]
-    wait_idle(task.id)  # the worker let go: the task is really paused
-    (during,) = sdk.events("get", task_id=task.id)
-    assert during["state"] == "TASK_STATE_UNSPECIFIED"
+    wait_idle(task_id)  # the worker let go: the task is really paused
+    (during,) = sdk.events("get", task_id=task_id)
+    assert (during["state"], during["state_value"]) == paused_as
     assert during["metadata"]["pause"]["handle"] == outcome.suspension.handle
     assert live.proc.poll() is None, "the stream of a paused task must stay open"
 
-    services.resume_task(task.id, actor=CLIENT)
+    services.resume_task(task_id, actor=CLIENT)
     resumed = live.until(lambda e: e.get("metadata", {}).get("cause") == "explicit_resume")
     assert resumed["kind"] == "status_update" and resumed["state"] == "TASK_STATE_WORKING"
     assert "paused-by-client" in resumed["metadata"]["previousState"].lower().replace("_", "-")
     assert resumed["metadata"]["resumedAt"]
-    live.finish()
+    lines = live.finish()  # the server ends the stream after the terminal update
+    assert lines[-1] == {"done": True}, lines
     events = live.events()
     assert states(events)[-1] == "TASK_STATE_COMPLETED"
     order = [events.index(e) for e in (snapshot, paused, resumed)]
     assert order == sorted(order)
-    # nothing lost across the pause: the client's artifacts are the task's
+    # together nothing is lost: the client's view is the finished task's
     assert artifact_view(snapshot, events[1:]) == {RESULTS: list(range(n))}, (
         artifact_view(snapshot, []),
         [sig(e) for e in events[1:]],
     )
-    log = logged(task.id, sdk_states)
+    # and each stream is a gapless run of the log, in order
+    log = logged(task_id, sdk_states, binding)
     assert [sig(e) for e in events[1:]] == log[len(log) - len(events) + 1 :]
+    sigs_one = [sig(e) for e in one[1:]]
+    assert any(log[i : i + len(sigs_one)] == sigs_one for i in range(len(log))), (
+        f"{sigs_one} is not a run of {log}"
+    )
