@@ -303,10 +303,11 @@ def start_taskdeck(key: str, var: Path, running: list[Server]) -> Server:
     command("migrate", "--noinput", "-v0")
     token = command("create_api_key", "bench-load", "--scopes", "read,write").split()[-1]
     log = var / f"{key}.log"
-    # as `make run` (two web processes on one port) and `make scale-out` (one on each port)
+    # as `make run` (two web processes on one port) and `make scale-out` (one on each port);
+    # wrk drives HTTP only, so no gRPC process
     web = "1" if key == "taskdeck-pg" else "2"
     cmd = [*manage, "serve", "--host", "127.0.0.1", "--port", ",".join(map(str, ports)),
-           "--web", web, "--workers", "2"]  # fmt: skip
+           "--web", web, "--workers", "2", "--grpc-port", "0"]  # fmt: skip
     with open(log, "w") as out:
         proc = subprocess.Popen(
             cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True

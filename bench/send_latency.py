@@ -28,7 +28,8 @@ from _harness import ROOT, configure, free_port, percentiles, wait_for_port
 def start_serve(env: dict[str, str], port: int) -> subprocess.Popen:
     log = open(Path(env["TASKDECK_VAR_DIR"]) / "serve.log", "w")  # noqa: SIM115
     proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "manage.py"), "serve", "--port", str(port), "--workers", "2"],
+        [sys.executable, str(ROOT / "manage.py"), "serve", "--port", str(port), "--workers", "2",
+         "--grpc-port", "0"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     try:
