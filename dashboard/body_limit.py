@@ -13,8 +13,9 @@ process):
   drips its body, or stops sending, cannot hold a server slot). Twisted's own idle timeout
   (60 s) still bounds a client that never finishes its headers.
 
-The answer is JSON: JSON-RPC's envelope (-32600, id null) on the A2A endpoint, `{"detail"}`
-elsewhere. What passes reaches the application unchanged.
+The answer is JSON: JSON-RPC's envelope (-32600, id null) on the A2A endpoint, an AIP-193
+error under /a2a/rest/ (the HTTP+JSON binding), `{"detail"}` elsewhere. What passes
+reaches the application unchanged.
 
 It patches daphne.http_protocol.WebRequest (daphne 4.x): Daphne has no body-size option.
 tests/test_body_limit.py drives it over raw sockets; behind a proxy, limit there too
@@ -29,6 +30,7 @@ import json
 from django.conf import settings
 
 A2A_PATHS = (b"/a2a", b"/a2a/")
+REST_PREFIX = b"/a2a/rest/"
 _installed = False
 
 
@@ -42,9 +44,20 @@ def _seconds() -> float:
 
 def refusal(path: bytes, status: int, reason: str, detail: str) -> bytes:
     """A complete HTTP/1.1 response that closes the connection."""
-    if path.split(b"?")[0] in A2A_PATHS:
+    bare = path.split(b"?")[0]
+    if bare in A2A_PATHS:
         error = {"code": -32600, "message": "Invalid request", "data": {"detail": detail}}
         body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
+    elif bare.startswith(REST_PREFIX):  # the HTTP+JSON binding's AIP-193 shape
+        grpc = "RESOURCE_EXHAUSTED" if status == 413 else "DEADLINE_EXCEEDED"
+        info = {
+            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+            "reason": "INVALID_REQUEST",
+            "domain": "a2a-protocol.org",
+            "metadata": {"detail": detail},
+        }
+        error = {"code": status, "status": grpc, "message": detail, "details": [info]}
+        body = json.dumps({"error": error}).encode()
     else:
         body = json.dumps({"detail": detail}).encode()
     head = (

@@ -137,7 +137,10 @@ def decide(
         # safely: refused before any handler, so no method half-writes it.
         return invalid_params({found.path: [found.why]})
     if method.version == "1.0":
-        params = wire10.params_to_03(name, params)
+        try:
+            params = wire10.params_to_03(name, params)
+        except wire10.SpelledTwice as exc:
+            return invalid_params({exc.key: [str(exc)]})
     try:
         cursor = last_event_id(headers)
     except ProtocolError as err:

@@ -125,13 +125,25 @@ def _camel(key: str) -> str:
     return re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), key)
 
 
+class SpelledTwice(ValueError):
+    """One field given under both spellings (`task_id` and `taskId`) with different values:
+    which one was meant is not ours to guess."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(f"{key} is given twice, in camelCase and snake_case, with two values")
+
+
 def camelize(value: Any) -> Any:
     """snake_case keys → camelCase, except inside data-carrying subtrees."""
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
             key = _camel(k) if isinstance(k, str) else k
-            out[key] = v if key in _OPAQUE else camelize(v)
+            v = v if key in _OPAQUE else camelize(v)
+            if key in out and out[key] != v:
+                raise SpelledTwice(key)
+            out[key] = v
         return out
     if isinstance(value, list):
         return [camelize(v) for v in value]

@@ -18,6 +18,7 @@ ID = r"(?P<id>[^/]+?)"  # a task id: anything but a slash (ids are opaque string
 CONFIG = r"(?P<config>[^/]+)"
 
 INT, BOOL, TEXT = "int", "bool", "text"
+_INTEGER = re.compile(r"-?[0-9]{1,9}")
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,7 @@ def query_params(route: Route, query: Any) -> dict[str, Any]:
             continue
         raw = query[name]
         if kind == INT:
-            if not (raw.lstrip("-").isascii() and raw.lstrip("-").isdigit()) or len(raw) > 10:
+            if _INTEGER.fullmatch(raw) is None:  # ascii digits: "²".isdigit() is True
                 raise BadQuery(name, "must be an integer")
             out[name] = int(raw)
         elif kind == BOOL:

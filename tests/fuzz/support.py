@@ -638,9 +638,11 @@ def exchange(
     *,
     max_frames: int = 1,
     stream_wait: float | None = None,
+    verb: str = "POST",
 ) -> Exchange:
-    """POST `body`; a text/event-stream answer is read up to `max_frames` frames (or
-    until it ends), then the connection is dropped, as a client that lost interest.
+    """Send `body` (POST unless `verb` says otherwise); a text/event-stream answer is
+    read up to `max_frames` frames (or until it ends), then the connection is dropped, as
+    a client that lost interest.
 
     `stream_wait` (for methods that answer with a stream): how long to wait for the
     first bytes. A subscription to a quiet task may say nothing for a while (Daphne sends
@@ -648,7 +650,7 @@ def exchange(
     started = time.monotonic()
     timeout = httpx.Timeout(30.0, read=stream_wait) if stream_wait else httpx.Timeout(30.0)
     try:
-        with http.stream("POST", path, content=body, headers=headers, timeout=timeout) as r:
+        with http.stream(verb, path, content=body, headers=headers, timeout=timeout) as r:
             ctype = r.headers.get("content-type", "")
             if not ctype.startswith("text/event-stream"):
                 r.read()
