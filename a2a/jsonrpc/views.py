@@ -16,20 +16,16 @@ import logging
 from typing import Any
 
 from channels.db import database_sync_to_async
-from django.conf import settings
 from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from a2a import jsonsafe
 from a2a.auth import Principal, Unauthenticated, authenticate
-from a2a.protocol import agent_card, calls, wire10
+from a2a.protocol import agent_card, calls, http_bodies, wire10
 from a2a.protocol import stream as streaming
 from a2a.protocol.errors import (
-    CONTENT_TYPE_NOT_SUPPORTED,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
-    PARSE_ERROR,
 )
 from a2a.protocol.errors import ProtocolError as JsonRpcError
 from a2a.protocol.methods import METHODS
@@ -68,15 +64,8 @@ def _valid_id(value: Any) -> bool:
 
 def _parse(request: HttpRequest) -> tuple[Any, dict[str, Any]]:
     """(id, envelope) or JsonRpcError."""
-    limit = settings.TASKDECK["MAX_REQUEST_BYTES"]
-    if int(request.headers.get("Content-Length") or 0) > limit:
-        raise JsonRpcError(INVALID_REQUEST, f"request body over {limit} bytes", http_status=413)
-    try:
-        payload = jsonsafe.loads(request.body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise JsonRpcError(PARSE_ERROR, f"body is not valid JSON: {exc}") from None
-    except RecursionError:
-        raise JsonRpcError(PARSE_ERROR, "body is nested too deeply") from None
+    http_bodies.check_size(request.headers)
+    payload = http_bodies.json_of(request.body)
     if isinstance(payload, list):
         raise JsonRpcError(INVALID_REQUEST, "batch requests are not supported")
     if not isinstance(payload, dict):
@@ -91,16 +80,6 @@ def _parse(request: HttpRequest) -> tuple[Any, dict[str, Any]]:
     if "params" in payload and not isinstance(payload["params"], dict):
         raise JsonRpcError(INVALID_PARAMS, "params must be an object", {"id": rpc_id})
     return rpc_id, payload
-
-
-def _content_type_error(request: HttpRequest) -> JsonRpcError | None:
-    content_type = (request.headers.get("Content-Type") or "").split(";")[0].strip().lower()
-    if content_type and content_type != "application/json" and not content_type.endswith("+json"):
-        return JsonRpcError(
-            CONTENT_TYPE_NOT_SUPPORTED,
-            f"send JSON-RPC as application/json, not {content_type}",
-        )
-    return None
 
 
 def _sse(chunks) -> StreamingHttpResponse:
@@ -145,7 +124,7 @@ def _decide(request: HttpRequest) -> HttpResponseBase | tuple[Any, calls.Pending
         principal: Principal = authenticate(request.headers.get("Authorization"))
     except Unauthenticated as exc:
         return _response(None, error=JsonRpcError(INVALID_REQUEST, str(exc), http_status=401))
-    if (err := _content_type_error(request)) is not None:
+    if (err := http_bodies.content_type_error(request.headers, "JSON-RPC")) is not None:
         return _response(None, error=err)
     try:
         rpc_id, payload = _parse(request)

@@ -21,18 +21,14 @@ from contextlib import aclosing
 from typing import Any
 
 from channels.db import database_sync_to_async
-from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from a2a import jsonsafe
 from a2a.auth import Unauthenticated, authenticate
-from a2a.protocol import agent_card, calls, wire10
+from a2a.protocol import agent_card, calls, http_bodies, wire10
 from a2a.protocol.errors import (
-    CONTENT_TYPE_NOT_SUPPORTED,
     INVALID_PARAMS,
     INVALID_REQUEST,
-    PARSE_ERROR,
     ProtocolError,
     grpc_status,
     invalid_params,
@@ -97,22 +93,12 @@ def _no_route(path: str, exc: NoRoute) -> HttpResponse:
 
 
 def _body(request: HttpRequest) -> dict[str, Any]:
-    limit = settings.TASKDECK["MAX_REQUEST_BYTES"]
-    if int(request.headers.get("Content-Length") or 0) > limit:
-        raise ProtocolError(INVALID_REQUEST, f"request body over {limit} bytes", http_status=413)
-    if not request.body:
+    http_bodies.check_size(request.headers)
+    if not request.body:  # cancel, subscribe: POSTs that need no body may send none
         return {}
-    content_type = (request.headers.get("Content-Type") or "").split(";")[0].strip().lower()
-    if content_type and content_type != "application/json" and not content_type.endswith("+json"):
-        raise ProtocolError(
-            CONTENT_TYPE_NOT_SUPPORTED, f"send application/json, not {content_type}"
-        )
-    try:
-        payload = jsonsafe.loads(request.body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ProtocolError(PARSE_ERROR, f"body is not valid JSON: {exc}") from None
-    except RecursionError:
-        raise ProtocolError(PARSE_ERROR, "body is nested too deeply") from None
+    if (err := http_bodies.content_type_error(request.headers, "the body")) is not None:
+        raise err
+    payload = http_bodies.json_of(request.body)
     if not isinstance(payload, dict):
         raise ProtocolError(INVALID_PARAMS, "the body must be a JSON object")
     return payload

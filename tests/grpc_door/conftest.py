@@ -7,23 +7,18 @@ runnable task, so they stop before the suites that drive tasks by hand run on.""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import grpc
 import pytest
-from django.db import connections
 
 from a2a.grpc_door.protos import a2a_pb2_grpc, pause_pb2_grpc
 from a2a.models import Task
 from tests.runtime.conftest import (  # noqa: F401 (a fixture, autouse)
-    DIE_WITH_US,
-    ROOT,
-    _env,
     jobs_finished_before_the_flush,
+    run_grpc,
     settle_tasks,
     workers_running,
 )
@@ -34,28 +29,13 @@ def grpc_address(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterat
     """`manage.py run_grpc --port 0` on the test database, with workers beside it; its
     address (host:port) once it listens."""
     logs = tmp_path_factory.mktemp("grpc-logs")
-    with workers_running(django_db_blocker, logs):
-        with django_db_blocker.unblock():
-            connections.close_all()
-        stderr = open(logs / "grpc.log", "w")  # noqa: SIM115
-        proc = subprocess.Popen(
-            [*DIE_WITH_US, sys.executable, str(ROOT / "manage.py"), "run_grpc", "--port", "0"],
-            cwd=ROOT,
-            env=_env(),
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-        )
-        try:
-            line = proc.stdout.readline()  # printed once it listens; "" if it died
-            if not line.startswith("gRPC: A2A 1.0 on "):
-                proc.wait(timeout=10)
-                raise RuntimeError(f"run_grpc did not start:\n{(logs / 'grpc.log').read_text()}")
-            yield line.rsplit(" ", 1)[1].strip()
-        finally:
-            proc.terminate()
-            proc.wait(timeout=20)
-            stderr.close()
+    with (
+        workers_running(django_db_blocker, logs),
+        run_grpc(django_db_blocker, logs / "grpc.log") as (address, why),
+    ):
+        if not address:
+            raise RuntimeError(why)
+        yield address
 
 
 @dataclass

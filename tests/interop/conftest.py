@@ -23,7 +23,6 @@ import json
 import os
 import queue
 import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -32,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import connections
 
 from tests.conftest import start_daphne, stop_daphne
 from tests.runtime.conftest import (  # noqa: F401  (start, jobs_finished_…: shared fixtures)
@@ -40,6 +38,7 @@ from tests.runtime.conftest import (  # noqa: F401  (start, jobs_finished_…: s
     Processes,
     _env,
     jobs_finished_before_the_flush,
+    run_grpc,
     settle_tasks,
     start,
     wait_idle,
@@ -79,32 +78,8 @@ def grpc_server(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterato
     """`manage.py run_grpc --port 0` on the test database. A server that does not start
     fails the gRPC cases only (the card then lists no gRPC interface)."""
     logs = tmp_path_factory.mktemp("interop-grpc-logs")
-    with django_db_blocker.unblock():
-        connections.close_all()
-    stderr = open(logs / "grpc.log", "w")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [*DIE_WITH_US, sys.executable, str(ROOT / "manage.py"), "run_grpc", "--port", "0"],
-        cwd=ROOT,
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=stderr,
-        text=True,
-    )
-    try:
-        line = proc.stdout.readline()  # "gRPC: A2A 1.0 on 127.0.0.1:PORT" once it listens
-        if line.startswith("gRPC: A2A 1.0 on "):
-            yield GrpcServer(address=line.rsplit(" ", 1)[1].strip())
-        else:
-            proc.wait(timeout=10)
-            stderr.flush()
-            yield GrpcServer(
-                error=f"run_grpc did not start: {line}{(logs / 'grpc.log').read_text()}"
-            )
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-        proc.wait(timeout=20)
-        stderr.close()
+    with run_grpc(django_db_blocker, logs / "grpc.log") as (address, why):
+        yield GrpcServer(address=address, error=why)
 
 
 def _card_application(grpc_address: str):

@@ -237,3 +237,34 @@ def settle_tasks(task_ids: list[str]) -> None:
             services.cancel_task(task_id, actor=CLIENT, reason="test teardown")
     for task_id in task_ids:
         wait_idle(task_id)
+
+
+@contextmanager
+def run_grpc(django_db_blocker, log: Path) -> Iterator[tuple[str, str]]:
+    """`manage.py run_grpc --port 0` on the test database (tests/grpc_door, tests/interop):
+    yields (address, "") once it listens, or ("", why) when it did not start; stopped on
+    exit. This process's connections are closed first: the child must not share them."""
+    with django_db_blocker.unblock():
+        connections.close_all()
+    stderr = open(log, "w")  # noqa: SIM115 (closed below)
+    proc = subprocess.Popen(
+        [*DIE_WITH_US, sys.executable, str(ROOT / "manage.py"), "run_grpc", "--port", "0"],
+        cwd=ROOT,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+    )
+    try:
+        line = proc.stdout.readline()  # "gRPC: A2A 1.0 on 127.0.0.1:PORT"; "" if it died
+        if line.startswith("gRPC: A2A 1.0 on "):
+            yield line.rsplit(" ", 1)[1].strip(), ""
+        else:
+            proc.wait(timeout=10)
+            stderr.flush()
+            yield "", f"run_grpc did not start: {line}{log.read_text()}"
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+        proc.wait(timeout=20)
+        stderr.close()
