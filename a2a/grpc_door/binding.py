@@ -26,6 +26,7 @@ from google.protobuf.descriptor import ServiceDescriptor
 from google.protobuf.message import Message
 
 from a2a.auth import Unauthenticated, authenticate
+from a2a.lifecycle import Dialect
 from a2a.protocol import calls, wire10
 from a2a.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, ProtocolError
 from a2a.protocol.stream import KEEPALIVE, REVOKED, StreamPlan, follow
@@ -54,7 +55,9 @@ def decide(name: str, request: Message, headers: ServiceParameters) -> calls.Dec
         params = protojson.params_of(request)
     except ProtocolError as err:
         return err
-    return calls.decide(name, params, principal, headers)
+    # the RFC dialect always: Bindu's pause results are task-shaped and fit none of the
+    # pause service's typed messages (a Bindu pause would answer an empty message)
+    return calls.decide(name, params, principal, headers, dialect=Dialect.RFC)
 
 
 _decide_in_thread = database_sync_to_async(decide, thread_sensitive=False)
@@ -91,20 +94,23 @@ def server_streaming(name: str, response: type[Message]) -> Callable[..., Any]:
             decided = FAILED
         if not isinstance(decided, StreamPlan):
             await abort(context, decided if isinstance(decided, ProtocolError) else FAILED)
-        # aclosing: a client that goes away (or an abort) leaves the task's group at once
-        async with aclosing(follow(decided)) as items:
-            async for got in items:
-                if got == KEEPALIVE:  # HTTP/2 keeps the connection; nothing to send
-                    continue
-                if got == REVOKED:
-                    await abort(context, KEY_REVOKED)
-                _, item = got
-                try:
-                    event = protojson.message_of(wire10.stream_event(item), response)
-                except Exception:
-                    log.exception("gRPC %s: an event did not fit StreamResponse", name)
-                    await abort(context, FAILED)
-                yield event
+        # aclosing: a client that goes away (or an abort) leaves the task's group at once.
+        # An error while following (the database, Redis) is logged and answered INTERNAL:
+        # grpc.aio would otherwise send the exception's own text to the client.
+        try:
+            async with aclosing(follow(decided)) as items:
+                async for got in items:
+                    if got == KEEPALIVE:  # HTTP/2 keeps the connection; nothing to send
+                        continue
+                    if got == REVOKED:
+                        await abort(context, KEY_REVOKED)
+                    _, item = got
+                    yield protojson.message_of(wire10.stream_event(item), response)
+        except grpc.aio.AbortError:
+            raise
+        except Exception:
+            log.exception("gRPC %s: the stream failed", name)
+            await abort(context, FAILED)
 
     return handle
 

@@ -34,7 +34,11 @@ def address(host: str, port: int) -> str:
 def build(bind: str) -> tuple[grpc.aio.Server, int]:
     """The server with both services, bound to `bind`; the port it got (for port 0)."""
     limit = int(settings.TASKDECK["MAX_REQUEST_BYTES"])
-    server = grpc.aio.server(options=[("grpc.max_receive_message_length", limit)])
+    # so_reuseport off: grpcio turns it on, and a second server on a port already taken would
+    # start without an error and quietly share its connections with the first
+    server = grpc.aio.server(
+        options=[("grpc.max_receive_message_length", limit), ("grpc.so_reuseport", 0)]
+    )
     for service, add, base in protos.SERVICES:
         add(servicer(service, base), server)
     try:

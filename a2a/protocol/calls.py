@@ -26,6 +26,7 @@ from rest_framework import serializers
 
 from a2a import jsonsafe
 from a2a.auth import Principal
+from a2a.lifecycle import Dialect
 from a2a.models import TaskEvent
 
 from . import dialects, wire10
@@ -119,6 +120,7 @@ def decide(
     headers: Mapping[str, str],
     *,
     base_url: str = "",
+    dialect: Dialect | None = None,
 ) -> Decided:
     """Check and run method `name` for `principal`; `headers` are the call's service
     parameters (A2A-Version, A2A-Extensions, Last-Event-ID), from HTTP headers or gRPC
@@ -147,7 +149,7 @@ def decide(
         return err
     call = Call(
         principal=principal,
-        dialect=dialects.choose(headers, params),
+        dialect=dialect or dialects.choose(headers, params),  # a binding may fix it
         last_event_id=cursor,
         version=method.version,
         settle_first=blocking(name, params),

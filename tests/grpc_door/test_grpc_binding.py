@@ -292,3 +292,26 @@ def test_a_request_over_the_size_limit_is_refused_by_grpc(client):
     request.message.parts[0].text = "x" * 1_100_000
     error = rpc_error(lambda: client.a2a.SendMessage(request, metadata=client.md()))
     assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+def test_a_bindu_extension_header_still_gets_the_typed_pause_answer(client):
+    """Bindu's pause results are task-shaped: over gRPC the RFC dialect is fixed, so a
+    client naming Bindu's extension gets a handle, not an empty message."""
+    task = working_task(client)
+    bindu = "https://getbindu.com/extensions/pause-resume/v1"
+    paused = client.pause.PauseTask(
+        pause_pb2.PauseTaskRequest(task_id=task.id, reason="freeze"),
+        metadata=client.md(a2a_extensions=bindu),
+    )
+    assert paused.state == "TASK_STATE_PAUSED_BY_CLIENT" and paused.handle
+
+
+def test_a_port_another_grpc_server_holds_is_refused():
+    """grpcio shares a port between servers by default (SO_REUSEPORT): a second run_grpc
+    on a taken port must fail, not split the first one's traffic."""
+    from a2a.grpc_door.server import build
+
+    first, port = build("127.0.0.1:0")
+    with pytest.raises(OSError, match="cannot listen"):
+        build(f"127.0.0.1:{port}")
+    del first
