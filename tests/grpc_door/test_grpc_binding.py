@@ -309,9 +309,14 @@ def test_a_bindu_extension_header_still_gets_the_typed_pause_answer(client):
 def test_a_port_another_grpc_server_holds_is_refused():
     """grpcio shares a port between servers by default (SO_REUSEPORT): a second run_grpc
     on a taken port must fail, not split the first one's traffic."""
+    import asyncio
+
     from a2a.grpc_door.server import build
 
-    first, port = build("127.0.0.1:0")
-    with pytest.raises(OSError, match="cannot listen"):
-        build(f"127.0.0.1:{port}")
-    del first
+    async def bind_twice() -> None:  # grpc.aio servers belong to a running event loop
+        first, port = build("127.0.0.1:0")
+        with pytest.raises(OSError, match="cannot listen"):
+            build(f"127.0.0.1:{port}")
+        await first.stop(None)
+
+    asyncio.run(bind_twice())
