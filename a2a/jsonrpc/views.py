@@ -12,7 +12,6 @@ really are concurrent and the row locks in `a2a.services` decide who wins.
 from __future__ import annotations
 
 import json
-import logging
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -32,8 +31,6 @@ from a2a.protocol.methods import METHODS
 from a2a.runtime import settle
 
 from . import sse
-
-log = logging.getLogger(__name__)
 
 
 def _response(

@@ -16,7 +16,6 @@ back to wait in the event loop.
 from __future__ import annotations
 
 import json
-import logging
 from contextlib import aclosing
 from typing import Any
 
@@ -38,9 +37,6 @@ from a2a.protocol.stream import KEEPALIVE, REVOKED, StreamPlan, follow
 from a2a.runtime import settle
 
 from .routes import BadQuery, NoRoute, Route, query_params, resolve
-
-log = logging.getLogger(__name__)
-PREFIX = "/a2a/rest/"
 
 
 class ServiceParams(dict):
