@@ -99,7 +99,8 @@ def test_guided_interrupt_flow(open_as, operator):
 
 
 def test_pause_a_running_batch_see_the_banner_resume_and_watch_it_finish(open_as, operator, start):
-    task = start("batch", "Re-render 80 thumbnails", items=80, pace=2)
+    # 80 items x 0.5 s x pace 4 x the delay scale 0.05 = 8 s: time to open the page and pause
+    task = start("batch", "Re-render 80 thumbnails", items=80, pace=4)
     wait_state(task.id, "working")
     page = open_as(operator, f"/tasks/{task.id}")
     live(page)
