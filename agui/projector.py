@@ -29,6 +29,7 @@ from typing import Any
 import jsonpatch
 from ag_ui.core import ActivityDeltaEvent, ActivitySnapshotEvent, StateDeltaEvent
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from a2a import notify
@@ -177,10 +178,13 @@ def on_task_event(event: TaskEvent) -> None:
     if task.state in view.FINISHED:
         # One more finished task: the oldest beyond FINISHED_MAX (and any finished too long
         # ago) leave now, in this transaction, their deltas after this change's.
-        evict_finished(event.created_at, limit=EVICT_IN_WRITE)
+        # (Those finished too long ago are the scheduler's tick's: one read less here.)
+        evict_finished(event.created_at, limit=EVICT_IN_WRITE, by_age=False)
 
 
-def evict_finished(now: datetime | None = None, *, limit: int = EVICT_BATCH) -> int:
+def evict_finished(
+    now: datetime | None = None, *, limit: int = EVICT_BATCH, by_age: bool = True
+) -> int:
     """Take the finished tasks past the view's bound out of it; returns how many left.
 
     Past the bound: finished more than FINISHED_MINUTES ago, or older than the newest
@@ -191,15 +195,17 @@ def evict_finished(now: datetime | None = None, *, limit: int = EVICT_BATCH) -> 
     the view, still at that version): two evictors at once (two writers finishing tasks,
     or a writer and the scheduler) emit one removal, never two; and they take rows in one
     order, so they cannot deadlock. Safe inside the writer's transaction and alone. At
-    most `limit` of each kind (pushed out, timed out) per call."""
+    most `limit` of each kind (pushed out, timed out — the latter only with `by_age`) per
+    call."""
     bound = view.limits()
     now = now or timezone.now()
     finished = ViewTask.objects.filter(in_view=True, status__in=view.FINISHED)
     newest_first = finished.order_by("-updated_at", "-task_id").values_list("task_id", "version")
     leaving = dict(newest_first[bound.finished_max : bound.finished_max + limit])
-    cutoff = now - timedelta(minutes=bound.finished_minutes)
-    expired = finished.filter(updated_at__lt=cutoff).order_by("updated_at", "task_id")
-    leaving.update(expired.values_list("task_id", "version")[:limit])
+    if by_age:
+        cutoff = now - timedelta(minutes=bound.finished_minutes)
+        expired = finished.filter(updated_at__lt=cutoff).order_by("updated_at", "task_id")
+        leaving.update(expired.values_list("task_id", "version")[:limit])
     if not leaving:
         return 0
     rows = []
@@ -335,15 +341,18 @@ def _interrupts(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> str |
             created_at=at,
         )
         batch.activity_snapshot(interrupt)
-    if kind in (
-        EventKind.RESUMED,
-        EventKind.TIMED_OUT,
-        EventKind.CANCELED,
-        EventKind.COMPLETED,
-        EventKind.FAILED,
-        EventKind.REJECTED,
-    ):
-        for interrupt in _open(task, Interrupt.Kind.PAUSE):
+    ends = kind in (EventKind.COMPLETED, EventKind.FAILED, EventKind.REJECTED, EventKind.CANCELED)
+    if ends:  # one read for the three kinds of interrupt an ending touches
+        touched = list(
+            Interrupt.objects.filter(task=task).filter(
+                Q(pending=True) | Q(kind=Interrupt.Kind.INPUT_REQUEST, content__stage="working")
+            )
+        )
+        pauses = [i for i in touched if i.pending and i.kind == Interrupt.Kind.PAUSE]
+        asked = [i for i in touched if i.pending and i.kind == Interrupt.Kind.INPUT_REQUEST]
+        answered = [i for i in touched if not i.pending]
+    if kind in (EventKind.RESUMED, EventKind.TIMED_OUT) or ends:
+        for interrupt in pauses if ends else _open(task, Interrupt.Kind.PAUSE):
             stage = {"resumed": "resumed", "timed_out": "timed_out"}.get(kind, "canceled")
             changes: dict[str, Any] = {"stage": stage, "endedAt": ts(at)}
             if kind == EventKind.RESUMED:
@@ -355,14 +364,12 @@ def _interrupts(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> str |
             _close(interrupt, batch, None, at)
             batch.activity_change(interrupt, changes)
             interrupt.save(update_fields=["content", "pending", "resolved_at"])
-    if kind in (EventKind.COMPLETED, EventKind.FAILED, EventKind.REJECTED, EventKind.CANCELED):
-        for interrupt in _open(task, Interrupt.Kind.INPUT_REQUEST):  # never answered
+    if ends:
+        for interrupt in asked:  # never answered
             _close(interrupt, batch, ops, at)
             batch.activity_change(interrupt, {"stage": "withdrawn", "decision": None})
             interrupt.save(update_fields=["content", "pending", "resolved_at"])
-        for interrupt in Interrupt.objects.filter(
-            task=task, kind=Interrupt.Kind.INPUT_REQUEST, content__stage="working"
-        ):
+        for interrupt in answered:
             final = "completed" if kind == EventKind.COMPLETED else kind
             batch.activity_change(interrupt, {"stage": final})
             interrupt.save(update_fields=["content"])

@@ -379,6 +379,9 @@ TASKDECK = {
         "LEASE_SECONDS": float(os.environ.get("TASKDECK_LEASE_SECONDS", 15)),
         # How often a running task is checked for pause/cancel (interrupt latency).
         "POLL_SECONDS": float(os.environ.get("TASKDECK_POLL_SECONDS", 0.1)),
+        # Blocking sends run inline agents (INLINE = True) in the web process that took
+        # them (a2a/runtime/inline.py); 0 sends every run to the workers.
+        "INLINE": os.environ.get("TASKDECK_INLINE_RUNS", "1") != "0",
         "SCHEDULER_INTERVAL": float(os.environ.get("TASKDECK_SCHEDULER_INTERVAL", 0.25)),
         # A wanted run whose job has not started after this long is queued again.
         "REQUEUE_SECONDS": float(os.environ.get("TASKDECK_REQUEUE_SECONDS", 60)),

@@ -28,6 +28,7 @@ from a2a import jsonsafe
 from a2a.auth import Principal
 from a2a.lifecycle import Dialect
 from a2a.models import TaskEvent
+from a2a.runtime import inline
 
 from . import dialects, wire10
 from .errors import (
@@ -60,6 +61,7 @@ class Pending:
     params: dict
     call: Call
     task_id: str
+    run_here: bool = False  # its agent is inline: the run is this process's (runtime.inline)
 
 
 Decided = Answer | ProtocolError | StreamPlan | Pending
@@ -160,11 +162,15 @@ def decide(
             or ""
         ).rstrip("/"),
     )
-    outcome = run(name, params, call)
+    if not call.settle_first:
+        outcome = run(name, params, call)
+    else:
+        with inline.wanted() as taken:
+            outcome = run(name, params, call)
     if isinstance(outcome, ProtocolError | StreamPlan):
         return outcome
     if call.settle_first and isinstance(outcome, dict) and "id" in outcome:
-        return Pending(name, params, call, outcome["id"])
+        return Pending(name, params, call, outcome["id"], run_here=outcome["id"] in taken)
     return Answer(to_wire(name, call, outcome))
 
 

@@ -48,7 +48,7 @@ def run(task_id: str) -> str:
             served = leases.claim(task_id)
             if served is None:
                 return outcome
-            outcome = asyncio.run(_slice(task_id))
+            outcome = asyncio.run(run_slice(task_id))
             if not leases.release(task_id, served):
                 # A blocking send waits for this too (a2a.runtime.settle): an agent that
                 # leaves the task working (a conversation) writes no event to wake it.
@@ -106,21 +106,30 @@ def _hand_back(task_id: str, error: str) -> str:
     return f"fault {lease.faults} in a row ({error}); retrying in {delay:.1f} s"
 
 
-def _snapshot(task_id: str) -> tuple[Task, dict[int, StepRecord], list[dict], ResumeInfo | None]:
+def _snapshot(
+    task_id: str, fresh: bool = False
+) -> tuple[Task, dict[int, StepRecord], list[dict], ResumeInfo | None]:
+    """The task (started if it was submitted), its recorded steps, its transcript and how
+    its last pause ended. `fresh`: the caller created it moments ago (an inline run): if it
+    is still submitted it never ran and was never paused, so it has no steps and no
+    suspension to read."""
     close_old_connections()
     task = Task.objects.get(pk=task_id)
+    first = fresh and task.state == State.SUBMITTED
     if task.state == State.SUBMITTED:
         task = services.start_task(task_id, actor=services.Actor("agent", task.skill))
-    steps = {s.seq: s for s in StepRecord.objects.filter(task_id=task_id)}
+    steps = {} if first else {s.seq: s for s in StepRecord.objects.filter(task_id=task_id)}
     transcript = [
         {**_message(m.role, m.parts), "messageId": m.message_id}
         for m in task.messages.order_by("seq")
     ]
-    last = (
-        Suspension.objects.filter(task_id=task_id, ending=Suspension.Ending.RESUMED)
-        .order_by("-ended_at", "-id")
-        .first()
-    )
+    last = None
+    if not first:
+        last = (
+            Suspension.objects.filter(task_id=task_id, ending=Suspension.Ending.RESUMED)
+            .order_by("-ended_at", "-id")
+            .first()
+        )
     resume = None
     if last is not None:
         previous = State.PAUSED_BY_AGENT if last.initiator == "agent" else State.PAUSED_BY_CLIENT
@@ -183,11 +192,12 @@ async def _watch(
 def _finish(task_id: str, actor: services.Actor, value: Any) -> str:
     if value is IDLE:
         return "idle: waiting for the next message"
-    task = Task.objects.get(pk=task_id)
-    if task.state != State.WORKING:
-        return f"stopped before completing: task is {task.state}"
     text = value if isinstance(value, str) else None
-    services.complete_task(task_id, actor=actor, text=text, reply_only=isinstance(value, Reply))
+    try:  # the services read the task under its lock: no read of ours before
+        services.complete_task(task_id, actor=actor, text=text, reply_only=isinstance(value, Reply))
+    except TransitionRefused:
+        state = Task.objects.filter(pk=task_id).values_list("state", flat=True).first()
+        return f"stopped before completing: task is {state}"
     return "completed"
 
 
@@ -200,9 +210,11 @@ def _fail(task_id: str, actor: services.Actor, exc: BaseException) -> str:
     return f"failed: {reason}"
 
 
-async def _slice(task_id: str) -> str:
+async def run_slice(task_id: str, *, fresh: bool = False) -> str:
+    """One slice of a run whose lease the caller holds: the agent from the top (recorded
+    steps replayed), watched for pauses and cancels, then finished, failed or stopped."""
     try:
-        task, steps, transcript, resume = await faults.in_db_thread(_snapshot)(task_id)
+        task, steps, transcript, resume = await faults.in_db_thread(_snapshot)(task_id, fresh)
     except Task.DoesNotExist:
         return "task no longer exists"
     actor = services.Actor("agent", task.skill or "agent")

@@ -10,6 +10,7 @@ agent's code — its steps included — fail the task as before.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from collections.abc import Callable
 from functools import wraps
@@ -87,7 +88,21 @@ def guarded(fn: Callable[..., T]) -> Callable[..., T]:
     return call
 
 
+# True while a run executes inside a web process (a2a.runtime.inline): its database calls
+# then go to the event loop's pooled threads, which keep their connections, instead of
+# asgiref's one sync thread (a worker's; in a web process it would queue every inline run
+# and the sockets' reads behind each other).
+POOLED: contextvars.ContextVar[bool] = contextvars.ContextVar("taskdeck_pooled", default=False)
+
+
 def in_db_thread(fn: Callable[..., T]) -> Callable[..., Any]:
     """`fn` as a coroutine function, run in asgiref's single sync thread — the one that
-    holds a run's connection — with `guarded`'s fault handling."""
-    return sync_to_async(guarded(fn), thread_sensitive=True)
+    holds a run's connection — or, for an inline run (POOLED), in a pooled thread; with
+    `guarded`'s fault handling either way."""
+    single = sync_to_async(guarded(fn), thread_sensitive=True)
+    pooled = sync_to_async(guarded(fn), thread_sensitive=False)
+
+    async def call(*args: Any, **kwargs: Any) -> Any:
+        return await (pooled if POOLED.get() else single)(*args, **kwargs)
+
+    return call

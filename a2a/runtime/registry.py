@@ -1,5 +1,7 @@
 """Agents are registered in settings (TASKDECK["AGENTS"], dotted module paths). Each module
-defines `SKILL` (its agent-card entry) and `async def run(ctx)`."""
+defines `SKILL` (its agent-card entry) and `async def run(ctx)`, and may set `INLINE = True`:
+its runs that a blocking send starts execute in the web process (a2a.runtime.inline) — for
+agents whose first slice ends within moments (they answer, ask or park at once)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from django.conf import settings
 class Agent:
     skill: dict[str, Any]
     run: Callable[[Any], Awaitable[Any]]
+    inline: bool = False
 
     @property
     def id(self) -> str:
@@ -27,7 +30,7 @@ def agents() -> dict[str, Agent]:
     found: dict[str, Agent] = {}
     for path in settings.TASKDECK["AGENTS"]:
         module = import_module(path)
-        agent = Agent(skill=module.SKILL, run=module.run)
+        agent = Agent(skill=module.SKILL, run=module.run, inline=getattr(module, "INLINE", False))
         found[agent.id] = agent
     return found
 

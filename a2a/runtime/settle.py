@@ -19,6 +19,7 @@ from django.conf import settings
 from a2a.lifecycle import PAUSED, TERMINAL, WAITING_FOR_INPUT
 from a2a.models import Task
 from a2a.notify import Listener, group_name
+from a2a.runtime import inline
 from a2a.runtime.models import RunLease
 
 STOPPED = TERMINAL | WAITING_FOR_INPUT | PAUSED
@@ -33,10 +34,15 @@ def settled(task_id: str) -> bool:
     return lease is not None and not lease["owner"] and lease["wakeups"] == lease["served"]
 
 
-async def until_settled(task_id: str, timeout: float | None = None) -> bool:
-    """True if the task settled within `timeout` seconds (TASKDECK BLOCKING_SEND_SECONDS)."""
+async def until_settled(
+    task_id: str, timeout: float | None = None, *, run_here: bool = False
+) -> bool:
+    """True if the task settled within `timeout` seconds (TASKDECK BLOCKING_SEND_SECONDS).
+    `run_here`: the send took the task's run (a2a.runtime.inline): run it and wait for it."""
     if timeout is None:
         timeout = float(settings.TASKDECK.get("BLOCKING_SEND_SECONDS", 25))
+    if run_here:
+        return await inline.until_settled(task_id, timeout)
     check = database_sync_to_async(settled, thread_sensitive=False)
     news = Listener(group_name(task_id))  # survives a Redis outage: a send must not 500
     loop = asyncio.get_running_loop()

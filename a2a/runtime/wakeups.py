@@ -21,7 +21,7 @@ from django_tasks_db.models import DBTaskResult, get_date_max
 from a2a.event_kinds import EventKind, is_user_message
 from a2a.lifecycle import State
 from a2a.models import TaskEvent
-from a2a.runtime import doorbell
+from a2a.runtime import doorbell, inline
 from a2a.runtime.models import RunLease
 
 
@@ -31,7 +31,8 @@ def on_task_event(event: TaskEvent) -> None:
     if event.to_state not in (State.SUBMITTED, State.WORKING):
         return  # e.g. resumed back to input-required: waits for its answer, not for a worker
     if event.kind == EventKind.CREATED:
-        _first_run(event.task_id)
+        if not inline.take(event.task_id, event.task.skill):
+            _first_run(event.task_id)
     else:
         enqueue(event.task_id, wake=True)
 

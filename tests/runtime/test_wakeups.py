@@ -22,6 +22,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from django.conf import settings
 from django.db import OperationalError, connection, transaction
 from django_tasks import TaskResultStatus
 from django_tasks_db.models import DBTaskResult, get_date_max
@@ -86,8 +87,11 @@ def tck_task(made: list[str], message_id: str) -> str:
 @pytest.fixture(scope="module")
 def deaf_server(django_db_blocker) -> Iterator[str]:
     """A web server whose own polls (a blocking send's, the dashboards' reader's) wait
-    30 s: only an announcement from another process can wake it sooner."""
+    30 s: only an announcement from another process can wake it sooner. It runs no agent
+    itself (the conformance agent is inline: TASKDECK_INLINE_RUNS=0 here), so a blocking
+    send's run is a worker's."""
     with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(settings.TASKDECK["RUNTIME"], "INLINE", False)
         patch.setattr(settle, "POLL", SLOW_POLL)
         patch.setattr(fanout, "FALLBACK_POLL", SLOW_POLL)
         proc = start_daphne(django_db_blocker)  # forked: it keeps the patched polls

@@ -12,6 +12,10 @@ import uuid
 
 from a2a.runtime.context import IDLE, AgentContext, Reply
 
+# Its answers are immediate (the kit's delays are awaited, never busy): a blocking send's
+# run executes in the web process that took it (a2a.runtime.inline).
+INLINE = True
+
 SKILL = {
     "id": "tck",
     "name": "Conformance agent",

@@ -1,0 +1,121 @@
+"""Quick agents run in the process that took the blocking send, not on a worker.
+
+Why: a blocking send otherwise pays for a hand-off twice — a job row, a doorbell, a
+worker's claim, then an announcement back to the web process that waits — and the two
+workers of `make run` run one slice at a time each, so sixteen callers queue behind them.
+The a2a-sdk runs its executor inside the request; an agent that declares `INLINE = True`
+(registry.Agent.inline: it answers, asks or parks within moments) gets the same here.
+
+What stays: the run is the runtime's ordinary slice (a2a.runtime.executor), under the
+ordinary lease. The lease is taken in the creating transaction, owned by this process,
+and no job is queued; the slice heartbeats it like a worker. If this process dies, the
+lease expires (TASKDECK_LEASE_SECONDS) and the scheduler hands the run to a worker, which
+replays it with its recorded steps (no step runs twice). Anything later in the task's life
+(a follow-up message, a resume) goes to the workers as before.
+
+Only a task *created* by a blocking send is taken (`wanted()` around the call); the send
+then waits for this run instead of for announcements (`until_settled`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.utils import timezone
+
+from a2a import notify
+from a2a.runtime import faults, leases, registry
+from a2a.runtime.models import RunLease
+
+log = logging.getLogger(__name__)
+
+# The task ids a blocking send created and took to run here (None: not in such a call).
+_TAKEN: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "taskdeck_inline_taken", default=None
+)
+# Runs in flight in this process: kept so that a caller who hangs up does not let the
+# event loop drop (garbage-collect) the run it started.
+_RUNNING: set[asyncio.Task] = set()
+
+
+@contextmanager
+def wanted() -> Iterator[list[str]]:
+    """Around a blocking send's handler: a task it creates for an inline agent is taken
+    to run here; the list it yields names the taken ids when the block ends."""
+    taken: list[str] = []
+    token = _TAKEN.set(taken)
+    try:
+        yield taken
+    finally:
+        _TAKEN.reset(token)
+
+
+def take(task_id: str, skill: str) -> bool:
+    """Called for a new task inside its creating transaction (a2a.runtime.wakeups): if a
+    blocking send wants it and its agent is inline, write its lease as held by this
+    process (one slice claimed, no job) and return True; else False (queue a job)."""
+    taken = _TAKEN.get()
+    if taken is None or not settings.TASKDECK["RUNTIME"].get("INLINE", True):
+        return False
+    agent = registry.get(skill)
+    if agent is None or not agent.inline:
+        return False
+    now = timezone.now()
+    RunLease.objects.create(
+        task_id=task_id,
+        owner=leases.WORKER_ID,
+        expires_at=now + timedelta(seconds=leases.lease_seconds()),
+        wakeups=1,
+        enqueued_at=now,
+        slices=1,
+    )
+    taken.append(task_id)
+    return True
+
+
+async def until_settled(task_id: str, timeout: float) -> bool:
+    """Run the taken task's slice here and wait for it, at most `timeout` seconds: True if
+    it ended in time. It goes on after the timeout or a hang-up (the send then answers
+    with the task as it is, as when a worker runs it)."""
+    run = asyncio.ensure_future(_run(task_id))
+    _RUNNING.add(run)
+    run.add_done_callback(_RUNNING.discard)
+    try:
+        await asyncio.wait_for(asyncio.shield(run), timeout)
+    except TimeoutError:
+        return False
+    return True
+
+
+async def _run(task_id: str) -> str:
+    """One slice under the lease `take` wrote, then the lease back. A wakeup that landed
+    meanwhile (a message, a resume) is the workers' to serve: a job is queued for it."""
+    from a2a.runtime import executor, wakeups  # the executor imports the agents
+
+    token = faults.POOLED.set(True)  # this loop's pooled threads keep their connections
+    try:
+        try:
+            outcome = await executor.run_slice(task_id, fresh=True)
+        except Exception as exc:
+            if faults.is_infrastructure(exc):
+                return await asyncio.to_thread(executor.retry_later, task_id, exc)
+            log.exception("inline slice of task %s failed", task_id)
+            await faults.in_db_thread(leases.release)(task_id, None)
+            return "failed; the scheduler will run it again"
+        woke = await faults.in_db_thread(leases.release)(task_id, 1)
+        if woke:
+            await faults.in_db_thread(wakeups.enqueue)(task_id)
+        else:  # for another send waiting on this task (a2a.runtime.settle)
+            await sync_to_async(notify.send, thread_sensitive=False)(
+                notify.group_name(task_id), {"type": "task.released"}
+            )
+        return outcome
+    finally:
+        faults.POOLED.reset(token)

@@ -1,0 +1,111 @@
+"""Inline agents (a2a/runtime/inline.py): a blocking send that creates a task for one runs
+it in the web process, with no job; everything else stays the workers'; and a run taken by
+a process that then died is not lost (the lease expires, a worker runs it)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.conf import settings
+from django_tasks_db.models import DBTaskResult
+
+from a2a import services
+from a2a.models import Task
+from a2a.runtime import inline, leases
+from a2a.runtime.models import RunLease
+from tests.conftest import CLIENT
+from tests.runtime.conftest import settle_tasks, wait_idle, wait_state
+
+pytestmark = pytest.mark.django_db(transaction=True)
+V10 = {"A2A-Version": "1.0"}
+
+
+def send10(rpc, message_id: str, *, task_id: str | None = None, skill="tck", **config) -> dict:
+    message = {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": "go"}]}
+    if task_id:
+        message["taskId"] = task_id
+    params = {"message": message, "metadata": {"skill": skill}, "configuration": config}
+    answer = rpc("SendMessage", params, headers=V10)
+    assert "error" not in answer, answer
+    return answer["result"]["task"]
+
+
+def jobs_for(task_id: str) -> int:
+    return sum(task_id in str(args) for args in DBTaskResult.objects.values_list("args_kwargs"))
+
+
+def events(task_id: str) -> list[str]:
+    return list(Task.objects.get(pk=task_id).events.order_by("id").values_list("kind", flat=True))
+
+
+def test_a_blocking_send_to_an_inline_agent_is_run_by_the_web_process(runtime, rpc):
+    task = send10(rpc, f"tck-complete-task-{uuid.uuid4().hex[:8]}")
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    lease = RunLease.objects.get(task_id=task["id"])
+    # no job was queued, so no worker could have run it; the web process let the lease go
+    assert (lease.job_id, jobs_for(task["id"])) == (None, 0)
+    assert (lease.owner, lease.slices, lease.wakeups, lease.served) == ("", 1, 1, 1)
+    assert events(task["id"]).count("started") == 1
+    assert events(task["id"])[-1] == "completed"
+
+
+def test_a_send_that_returns_at_once_leaves_the_run_to_a_worker(runtime, rpc):
+    task = send10(rpc, f"tck-complete-task-{uuid.uuid4().hex[:8]}", returnImmediately=True)
+    assert task["status"]["state"] == "TASK_STATE_SUBMITTED"
+    wait_state(task["id"], "completed")
+    assert RunLease.objects.get(task_id=task["id"]).job_id is not None
+    assert jobs_for(task["id"]) == 1
+
+
+def test_a_blocking_send_to_an_agent_that_is_not_inline_queues_a_job(runtime, rpc):
+    task = send10(rpc, f"approve-{uuid.uuid4().hex[:8]}", skill="approval")
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"  # a worker ran it
+    assert jobs_for(task["id"]) == 1
+    settle_tasks([task["id"]])
+
+
+def test_later_messages_to_an_inline_task_are_the_workers(runtime, rpc):
+    first = send10(rpc, f"conversation-{uuid.uuid4().hex[:8]}")  # 0.3 ids stay working
+    assert first["status"]["state"] == "TASK_STATE_WORKING"
+    assert jobs_for(first["id"]) == 0
+    done = send10(rpc, f"tck-complete-task-{uuid.uuid4().hex[:8]}", task_id=first["id"])
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert jobs_for(first["id"]) == 1  # the follow-up woke a worker
+    assert RunLease.objects.get(task_id=first["id"]).slices == 2
+
+
+def test_a_run_taken_by_a_process_that_died_is_run_by_a_worker_after_its_lease(
+    runtime, monkeypatch
+):
+    """What a web process SIGKILLed between the send's commit and its run leaves: a lease
+    it holds and no job. The scheduler takes the run over when the lease expires."""
+    monkeypatch.setitem(settings.TASKDECK["RUNTIME"], "LEASE_SECONDS", 1.0)
+    message = services.IncomingMessage(
+        message_id=f"tck-complete-task-{uuid.uuid4().hex[:8]}",
+        parts=[{"kind": "text", "text": "x"}],
+    )
+    with inline.wanted() as taken:
+        task = services.create_task(message, actor=CLIENT, skill="tck", metadata={"skill": "tck"})
+    assert taken == [task.id]
+    lease = RunLease.objects.get(task_id=task.id)
+    assert lease.owner == leases.WORKER_ID  # this process holds it, and never runs it
+    assert jobs_for(task.id) == 0
+    wait_state(task.id, "completed")
+    wait_idle(task.id)
+    assert jobs_for(task.id) == 1
+    assert events(task.id).count("started") == 1
+
+
+def test_with_inline_runs_off_a_blocking_send_queues_a_job(runtime, monkeypatch):
+    monkeypatch.setitem(settings.TASKDECK["RUNTIME"], "INLINE", False)
+    message = services.IncomingMessage(
+        message_id=f"tck-complete-task-{uuid.uuid4().hex[:8]}",
+        parts=[{"kind": "text", "text": "x"}],
+    )
+    with inline.wanted() as taken:
+        task = services.create_task(message, actor=CLIENT, skill="tck", metadata={"skill": "tck"})
+    assert taken == []
+    assert RunLease.objects.get(task_id=task.id).job_id is not None
+    wait_state(task.id, "completed")
+    wait_idle(task.id)
