@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.conf import settings
@@ -41,7 +41,7 @@ from .errors import (
     from_domain,
     invalid_params,
 )
-from .methods import METHODS, Call, _task_dict
+from .methods import METHODS, Call, _task_dict, stream_message
 from .params import flatten_errors
 from .stream import StreamPlan
 
@@ -162,11 +162,15 @@ def decide(
             or ""
         ).rstrip("/"),
     )
-    if not call.settle_first:
-        outcome = run(name, params, call)
+    # a blocking or streaming send waits for the run it starts: an inline agent's run is
+    # then this process's (a2a.runtime.inline); a send that returns at once leaves it queued
+    if not (call.settle_first or method.handler is stream_message):
+        outcome, taken = run(name, params, call), []
     else:
         with inline.wanted() as taken:
             outcome = run(name, params, call)
+    if isinstance(outcome, StreamPlan) and outcome.task_id in taken:
+        return replace(outcome, run_here=True)
     if isinstance(outcome, ProtocolError | StreamPlan):
         return outcome
     if call.settle_first and isinstance(outcome, dict) and "id" in outcome:

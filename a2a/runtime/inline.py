@@ -13,8 +13,9 @@ lease expires (TASKDECK_LEASE_SECONDS) and the scheduler hands the run to a work
 replays it with its recorded steps (no step runs twice). Anything later in the task's life
 (a follow-up message, a resume) goes to the workers as before.
 
-Only a task *created* by a blocking send is taken (`wanted()` around the call); the send
-then waits for this run instead of for announcements (`until_settled`).
+Only a task *created* by a blocking or streaming send is taken (`wanted()` around the
+call): a blocking send then waits for this run instead of for announcements
+(`until_settled`); a streaming send starts it and follows its events (`start`).
 """
 
 from __future__ import annotations
@@ -80,13 +81,20 @@ def take(task_id: str, skill: str) -> bool:
     return True
 
 
+def start(task_id: str) -> asyncio.Task:
+    """Start the taken task's slice in this event loop (a streaming send follows its
+    events meanwhile). It runs to its end whoever still listens."""
+    run = asyncio.ensure_future(_run(task_id))
+    _RUNNING.add(run)
+    run.add_done_callback(_RUNNING.discard)
+    return run
+
+
 async def until_settled(task_id: str, timeout: float) -> bool:
     """Run the taken task's slice here and wait for it, at most `timeout` seconds: True if
     it ended in time. It goes on after the timeout or a hang-up (the send then answers
     with the task as it is, as when a worker runs it)."""
-    run = asyncio.ensure_future(_run(task_id))
-    _RUNNING.add(run)
-    run.add_done_callback(_RUNNING.discard)
+    run = start(task_id)
     try:
         await asyncio.wait_for(asyncio.shield(run), timeout)
     except TimeoutError:

@@ -4,6 +4,7 @@ a process that then died is not lost (the lease expires, a worker runs it)."""
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
@@ -48,6 +49,28 @@ def test_a_blocking_send_to_an_inline_agent_is_run_by_the_web_process(runtime, r
     assert (lease.owner, lease.slices, lease.wakeups, lease.served) == ("", 1, 1, 1)
     assert events(task["id"]).count("started") == 1
     assert events(task["id"])[-1] == "completed"
+
+
+def test_a_streaming_send_to_an_inline_agent_streams_the_run_of_the_web_process(runtime, rpc):
+    message = {
+        "messageId": f"tck-stream-001-{uuid.uuid4().hex[:8]}",
+        "role": "ROLE_USER",
+        "parts": [{"text": "go"}],
+    }
+    params = {"message": message, "metadata": {"skill": "tck"}}
+    body = {"jsonrpc": "2.0", "id": 7, "method": "SendStreamingMessage", "params": params}
+    headers = {"Authorization": f"Bearer {rpc.token}", **V10}
+    with rpc.http.stream("POST", "/a2a/", json=body, headers=headers, timeout=30) as response:
+        results = [
+            json.loads(line[6:])["result"]
+            for line in response.iter_lines()
+            if line.startswith("data: ")
+        ]
+    task_id = results[0]["task"]["id"]
+    kinds = [next(iter(r)) for r in results]
+    assert kinds.count("artifactUpdate") == 1  # every event once, in order, to the end
+    assert results[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert (RunLease.objects.get(task_id=task_id).job_id, jobs_for(task_id)) == (None, 0)
 
 
 def test_a_send_that_returns_at_once_leaves_the_run_to_a_worker(runtime, rpc):
