@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -169,8 +169,6 @@ def decide(
     else:
         with inline.wanted() as taken:
             outcome = run(name, params, call)
-    if isinstance(outcome, StreamPlan) and outcome.task_id in taken:
-        return replace(outcome, run_here=True)
     if isinstance(outcome, ProtocolError | StreamPlan):
         return outcome
     if call.settle_first and isinstance(outcome, dict) and "id" in outcome:

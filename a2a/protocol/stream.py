@@ -27,7 +27,6 @@ from a2a.formats import ts
 from a2a.lifecycle import PAUSED, TERMINAL, Dialect, State
 from a2a.models import Artifact, Message, Task, TaskEvent
 from a2a.notify import Listener, group_name
-from a2a.runtime import inline
 from a2a.selectors import get_task
 
 from . import wire
@@ -55,8 +54,6 @@ class StreamPlan:
     # who the stream is for: the binding re-checks the caller's key while it streams
     visible_to: Actor | None = None
     dialect: Dialect = Dialect.RFC  # the pause dialect its items are written in
-    # the send took its task's run (an inline agent): `follow` starts it once it listens
-    run_here: bool = False
 
     def ends_at(self, state: str) -> bool:
         return state in (TERMINAL if self.until_terminal else FINAL_STATES)
@@ -217,8 +214,6 @@ async def follow(sp: StreamPlan) -> AsyncIterator[tuple[int | None, dict[str, An
     check_at = loop.time() + every
     try:
         await news.join()
-        if sp.run_here:  # after joining: its first announcement must find us listening
-            inline.start(sp.task_id)
         if sp.first is not None:
             yield cursor, sp.first
             if sp.ends_at(view_state(sp.first)):

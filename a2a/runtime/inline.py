@@ -15,7 +15,8 @@ replays it with its recorded steps (no step runs twice). Anything later in the t
 
 Only a task *created* by a blocking or streaming send is taken (`wanted()` around the
 call): a blocking send then waits for this run instead of for announcements
-(`until_settled`); a streaming send starts it and follows its events (`start`).
+(`until_settled`); a streaming send follows its events. The run is started on commit
+of the creating transaction (`_schedule`), whatever the caller does next.
 """
 
 from __future__ import annotations
@@ -23,12 +24,14 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import SyncToAsync, sync_to_async
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from a2a import notify
@@ -41,9 +44,9 @@ log = logging.getLogger(__name__)
 _TAKEN: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
     "taskdeck_inline_taken", default=None
 )
-# Runs in flight in this process: kept so that a caller who hangs up does not let the
-# event loop drop (garbage-collect) the run it started.
-_RUNNING: set[asyncio.Task] = set()
+# Runs in flight in this process, by task id: for the send to wait on, and kept so that the
+# event loop does not drop (garbage-collect) a run whose caller hung up.
+_RUNNING: dict[str, asyncio.Task] = {}
 
 
 @contextmanager
@@ -78,23 +81,36 @@ def take(task_id: str, skill: str) -> bool:
         slices=1,
     )
     taken.append(task_id)
+    transaction.on_commit(lambda: _schedule(task_id))
     return True
 
 
-def start(task_id: str) -> asyncio.Task:
-    """Start the taken task's slice in this event loop (a streaming send follows its
-    events meanwhile). It runs to its end whoever still listens."""
-    run = asyncio.ensure_future(_run(task_id))
-    _RUNNING.add(run)
-    run.add_done_callback(_RUNNING.discard)
-    return run
+def _schedule(task_id: str) -> None:
+    """On commit, in the call's thread: start the run on the event loop that handed this
+    thread the call. It is queued on that loop before the call's own return (asyncio runs
+    callbacks in order), so the send finds it running, and a caller who hangs up meanwhile
+    (its view cancelled) cannot leave it unstarted. Outside a served loop (a script) nothing
+    starts: the lease expires and a worker runs it."""
+    loop = getattr(SyncToAsync.threadlocal, "main_event_loop", None)
+    pid = getattr(SyncToAsync.threadlocal, "main_event_loop_pid", None)
+    if loop is not None and pid == os.getpid() and loop.is_running():
+        loop.call_soon_threadsafe(_start, task_id)
+    else:
+        log.warning("task %s was taken to run inline outside a served event loop", task_id)
+
+
+def _start(task_id: str) -> None:
+    run = _RUNNING[task_id] = asyncio.ensure_future(_run(task_id))
+    run.add_done_callback(lambda _: _RUNNING.pop(task_id, None))
 
 
 async def until_settled(task_id: str, timeout: float) -> bool:
-    """Run the taken task's slice here and wait for it, at most `timeout` seconds: True if
-    it ended in time. It goes on after the timeout or a hang-up (the send then answers
-    with the task as it is, as when a worker runs it)."""
-    run = start(task_id)
+    """Wait for the taken task's run, at most `timeout` seconds: True if it ended in time
+    (or before we looked). It goes on after the timeout or a hang-up (the send then
+    answers with the task as it is, as when a worker runs it)."""
+    run = _RUNNING.get(task_id)
+    if run is None:
+        return True
     try:
         await asyncio.wait_for(asyncio.shield(run), timeout)
     except TimeoutError:

@@ -4,10 +4,12 @@ a process that then died is not lost (the lease expires, a worker runs it)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 
 import pytest
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django_tasks_db.models import DBTaskResult
 
@@ -71,6 +73,36 @@ def test_a_streaming_send_to_an_inline_agent_streams_the_run_of_the_web_process(
     assert kinds.count("artifactUpdate") == 1  # every event once, in order, to the end
     assert results[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
     assert (RunLease.objects.get(task_id=task_id).job_id, jobs_for(task_id)) == (None, 0)
+
+
+def test_the_run_starts_on_commit_whatever_the_caller_does_next(runtime):
+    """A send's view can be cancelled (its client hung up) between the commit and its wait:
+    the run was queued on the event loop at commit, so it runs all the same — now, not
+    when the lease expires (15 s here), and not on a worker (no job)."""
+    message = services.IncomingMessage(
+        message_id=f"tck-complete-task-{uuid.uuid4().hex[:8]}",
+        parts=[{"kind": "text", "text": "x"}],
+    )
+
+    def create() -> str:  # what calls.decide does for a blocking send, in its thread
+        with inline.wanted():
+            return services.create_task(
+                message, actor=CLIENT, skill="tck", metadata={"skill": "tck"}
+            ).id
+
+    async def scenario() -> str:
+        task_id = await sync_to_async(create, thread_sensitive=False)()
+        # no until_settled, no stream: the caller is gone; this loop only keeps serving
+        read = sync_to_async(lambda: Task.objects.get(pk=task_id).state, thread_sensitive=False)
+        deadline = asyncio.get_running_loop().time() + 10
+        while await read() != "completed":
+            assert asyncio.get_running_loop().time() < deadline, "the run did not start"
+            await asyncio.sleep(0.02)
+        return task_id
+
+    task_id = asyncio.run(scenario())
+    wait_idle(task_id)
+    assert jobs_for(task_id) == 0
 
 
 def test_a_send_that_returns_at_once_leaves_the_run_to_a_worker(runtime, rpc):
