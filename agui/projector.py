@@ -122,13 +122,14 @@ class _Batch:
 def on_task_event(event: TaskEvent) -> None:
     task: Task = event.task
     batch = _Batch(task, event.created_at)
-    current = ViewTask.objects.filter(task_id=task.id).first()
+    created = event.kind == EventKind.CREATED  # a new task has no view row yet
+    current = None if created else ViewTask.objects.filter(task_id=task.id).first()
     previous = current.entry if current else None
     in_view = current is not None and current.in_view
     ops: list[dict[str, Any]] = []
     title = None
     if previous is None:
-        first = task.messages.order_by("seq").first()
+        first = getattr(event, "message", None) or task.messages.order_by("seq").first()
         title = text_of(first.parts if first else None)[: view.TITLE_CHARS]
 
     last_interrupt = _interrupts(event, task, batch, ops)
@@ -268,6 +269,10 @@ def _waiting_for_worker(
 def _status_message(task: Task) -> Message | None:
     if task.status_message_id is None:
         return None
+    if Task.status_message.is_cached(task):  # the writer set it in this transaction
+        cached = task.status_message
+        if cached is not None and cached.pk == task.status_message_id:
+            return cached
     return Message.objects.filter(pk=task.status_message_id).first()
 
 

@@ -85,7 +85,13 @@ def lock(task_id: str, actor: Actor | None = None) -> Task:
     IMMEDIATE transaction already holds the database's write lock). A task `actor` may not
     act on is not found, exactly like one that does not exist (no existence oracle)."""
     try:
-        task = Task.objects.select_for_update().get(pk=task_id)
+        # its open suspension comes with it (a resume, a hold, a cancel read it): only the
+        # task's row is locked (FOR UPDATE OF), the suspension's changes are under it
+        task = (
+            Task.objects.select_related("current_suspension")
+            .select_for_update(of=("self",))
+            .get(pk=task_id)
+        )
     except (Task.DoesNotExist, ValueError, TypeError):
         raise TaskNotFound(str(task_id)) from None
     if actor is not None and not access.may_act(actor, task.owner):
@@ -124,15 +130,19 @@ def record(
     reason: str = "",
     data: dict[str, Any] | None = None,
     fields: tuple[str, ...] = (),
+    created: Message | None = None,
 ) -> TaskEvent:
     """Save `fields` of `task` with a new version and append + publish the event.
 
     Pass `from_state` (the state left, "" for a new task) when the state changed; every
     event records the state it leaves the task in, so from_state == to_state means the
-    state did not change."""
-    task.version += 1
-    task.updated_at = at
-    task.save(update_fields=["version", "updated_at", *fields])
+    state did not change. `created`: the task was just inserted at its first version
+    with this first message (nothing to save; subscribers get the message without a
+    query, as `event.message`)."""
+    if created is None:
+        task.version += 1
+        task.updated_at = at
+        task.save(update_fields=["version", "updated_at", *fields])
     event = TaskEvent.objects.create(
         task=task,
         kind=kind,
@@ -145,6 +155,7 @@ def record(
         created_at=at,
     )
     event.task = task  # subscribers read the locked, current row without a query
+    event.message = created
     events.publish(event)
     return event
 

@@ -71,14 +71,17 @@ def create_task(
             created_by=str(actor),
             created_at=at,
             updated_at=at,
-            version=0,
+            version=1,  # its `created` event's
             origin=origin.door,
             origin_ref=origin.ref,
             origin_title=origin.title,
             owner=actor.tenant,
         )
         msg = append_message(task, message, at, first=True)
-        record(task, EventKind.CREATED, actor, at, from_state="", data={"messageSeq": msg.seq})
+        record(
+            task, EventKind.CREATED, actor, at, from_state="", data={"messageSeq": msg.seq},
+            created=msg,
+        )  # fmt: skip
     return task
 
 
