@@ -83,15 +83,14 @@ def now() -> datetime:
 def lock(task_id: str, actor: Actor | None = None) -> Task:
     """The task, row-locked until the transaction ends (a no-op on SQLite, where the
     IMMEDIATE transaction already holds the database's write lock). A task `actor` may not
-    act on is not found, exactly like one that does not exist (no existence oracle)."""
+    act on is not found, exactly like one that does not exist (no existence oracle).
+
+    No select_related here: a lock that waited re-reads the task's row at its newest
+    version, but a joined row from the statement's older snapshot (PostgreSQL's READ
+    COMMITTED), so a suspension the other writer just opened would read as none
+    (tests/a2a/test_races.py::test_fifty_concurrent_pauses_make_one_suspension)."""
     try:
-        # its open suspension comes with it (a resume, a hold, a cancel read it): only the
-        # task's row is locked (FOR UPDATE OF), the suspension's changes are under it
-        task = (
-            Task.objects.select_related("current_suspension")
-            .select_for_update(of=("self",))
-            .get(pk=task_id)
-        )
+        task = Task.objects.select_for_update().get(pk=task_id)
     except (Task.DoesNotExist, ValueError, TypeError):
         raise TaskNotFound(str(task_id)) from None
     if actor is not None and not access.may_act(actor, task.owner):
