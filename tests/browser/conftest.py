@@ -50,6 +50,11 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+# A time of day as the pages show it (HH:MM); one on another day than today — a deadline
+# after midnight, a pause just before it — carries its date (docs/dashboard.md)
+CLOCK = r"(\d{4}-\d\d-\d\d )?\d\d:\d\d"
+
+
 @pytest.fixture(scope="session")
 def site(asgi_server, runtime) -> str:  # noqa: F811
     """Daphne plus two workers and the scheduler, started before any browser (so no

@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 from a2a import services
 from a2a.models import Suspension, Task
 from dashboard.models import AuditEntry
-from tests.browser.conftest import live, shot
+from tests.browser.conftest import CLOCK, live, shot
 from tests.runtime.conftest import state, wait_state
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -132,12 +132,12 @@ def test_two_browsers_an_action_in_one_shows_in_the_other(open_as, operator, vie
     actor = open_as(operator, f"/tasks/{task.id}")
     live(watcher)
     expect(row(watcher, task.id).locator(".line")).to_contain_text(
-        re.compile(r"parked: waiting for ci.build.completed:77 — times out \d\d:\d\d, then fails")
+        re.compile(rf"parked: waiting for ci.build.completed:77 — times out {CLOCK}, then fails")
     )
     actor.get_by_label("Reason for the pause").fill("maintenance window")
     actor.locator('[data-action="pause"]').click()
     expect(row(watcher, task.id).locator(".line")).to_contain_text(
-        re.compile(r"paused by operator:ana: maintenance window — since \d\d:\d\d")
+        re.compile(rf"paused by operator:ana: maintenance window — since {CLOCK}")
     )
     expect(row(watcher, task.id).locator(".chip")).to_have_text("Paused")
     actor.locator('[data-action="resume"]').click()
@@ -242,7 +242,7 @@ def test_the_board_counts_states_and_says_what_each_task_waits_for(open_as, oper
     lines = {t.id: row(page, t.id).locator(".line") for t in (approval, parked, held, broken)}
     expect(lines[approval.id]).to_contain_text("waiting for input: The plan is ready")
     expect(lines[parked.id]).to_contain_text(
-        re.compile(r"parked: waiting for ci.build.completed:81 — times out \d\d:\d\d, then fails")
+        re.compile(rf"parked: waiting for ci.build.completed:81 — times out {CLOCK}, then fails")
     )
     expect(lines[held.id]).to_contain_text(
         re.compile(r"paused by agent:budget: token budget exceeded: spent \d+ of 100 — since")

@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 
 from a2a import services
 from dashboard.selectors import Filters, entry_matches
-from tests.browser.conftest import ARTIFACTS, shot
+from tests.browser.conftest import ARTIFACTS, CLOCK, shot
 from tests.conftest import CLIENT, user_message
 from tests.runtime.conftest import wait_state
 
@@ -101,7 +101,7 @@ def test_an_acp_task_shows_its_origin_and_an_editor_suspend_live(
         metadata={"via": "acp", "sessionId": "sess-1"},
     )
     expect(row(page, acp.id).locator(".line")).to_contain_text(
-        re.compile(r"paused by apikey:zed: release freeze — since \d\d:\d\d")
+        re.compile(rf"paused by apikey:zed: release freeze — since {CLOCK}")
     )
     expect(row(page, acp.id).locator(".chip")).to_have_text("Paused")
     expect(row(page, acp.id).locator(".origin-text")).to_have_text("ACP · shop: Roll out 2.14")
