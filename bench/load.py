@@ -200,20 +200,24 @@ class Server:
             return conn.execute(query).fetchall()
 
     def backlog(self) -> int:
-        """Taskdeck jobs not yet run to the end (READY or RUNNING)."""
-        return self.sql(
+        """Taskdeck jobs not yet run to the end (READY or RUNNING), plus runs held without a
+        job: an inline agent's, in a web process (a2a/runtime/inline.py)."""
+        jobs = self.sql(
             "SELECT count(*) FROM django_tasks_database_dbtaskresult "
             "WHERE status IN ('READY', 'RUNNING')"
         )[0][0]
+        held = self.sql("SELECT count(*) FROM runtime_runlease WHERE owner <> ''")[0][0]
+        return jobs + held
 
     def drain(self, timeout: float = 300) -> float:
-        """Wait until Taskdeck's workers have run every queued job; seconds it took."""
+        """Wait until Taskdeck's workers (and web processes) have run every queued job and
+        held run; seconds it took."""
         start = time.monotonic()
         if not self.taskdeck:
             return 0.0
         while (left := self.backlog()) > 0:
             if time.monotonic() - start > timeout:
-                raise RuntimeError(f"{self.label}: workers left {left} jobs after {timeout} s")
+                raise RuntimeError(f"{self.label}: {left} jobs or runs left after {timeout} s")
             self.check_alive()
             time.sleep(0.2)
         return time.monotonic() - start
