@@ -15,8 +15,8 @@ replays it with its recorded steps (no step runs twice). Anything later in the t
 
 Only a task *created* by a blocking or streaming send is taken (`wanted()` around the
 call): a blocking send then waits for this run instead of for announcements
-(`until_settled`); a streaming send follows its events. The run is started on commit
-of the creating transaction (`_schedule`), whatever the caller does next.
+(`until_settled`); a streaming send follows its events. The run is queued on the event
+loop as the call's thread finishes (`wanted`), whatever the caller does next.
 """
 
 from __future__ import annotations
@@ -51,14 +51,21 @@ _RUNNING: dict[str, asyncio.Task] = {}
 
 @contextmanager
 def wanted() -> Iterator[list[str]]:
-    """Around a blocking send's handler: a task it creates for an inline agent is taken
-    to run here; the list it yields names the taken ids when the block ends."""
+    """Around a blocking or streaming send's handler, in its thread: a task it creates for
+    an inline agent is taken to run here. The list it yields names the taken tasks whose
+    creation committed; when the block ends, their runs are queued on the event loop that
+    handed this thread the call (`_schedule`) — after the handler, so a stream's first
+    snapshot is read before the run can change the task, and before the call returns to
+    the loop, so a caller who hangs up meanwhile (its view cancelled) cannot leave a run
+    unstarted."""
     taken: list[str] = []
     token = _TAKEN.set(taken)
     try:
         yield taken
     finally:
         _TAKEN.reset(token)
+        for task_id in taken:
+            _schedule(task_id)
 
 
 def take(task_id: str, skill: str) -> bool:
@@ -80,16 +87,14 @@ def take(task_id: str, skill: str) -> bool:
         enqueued_at=now,
         slices=1,
     )
-    taken.append(task_id)
-    transaction.on_commit(lambda: _schedule(task_id))
+    transaction.on_commit(lambda: taken.append(task_id))
     return True
 
 
 def _schedule(task_id: str) -> None:
-    """On commit, in the call's thread: start the run on the event loop that handed this
-    thread the call. It is queued on that loop before the call's own return (asyncio runs
-    callbacks in order), so the send finds it running, and a caller who hangs up meanwhile
-    (its view cancelled) cannot leave it unstarted. Outside a served loop (a script) nothing
+    """In the call's thread: start the run on the event loop that handed this thread the
+    call. It is queued on that loop before the call's own return (asyncio runs callbacks
+    in order), so the send finds it running. Outside a served loop (a script) nothing
     starts: the lease expires and a worker runs it."""
     loop = getattr(SyncToAsync.threadlocal, "main_event_loop", None)
     pid = getattr(SyncToAsync.threadlocal, "main_event_loop_pid", None)

@@ -7,15 +7,18 @@ watches the database. Timings are shortened by environment (delay scale, lease, 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.db import connections
@@ -268,3 +271,22 @@ def run_grpc(django_db_blocker, log: Path) -> Iterator[tuple[str, str]]:
             proc.terminate()
         proc.wait(timeout=20)
         stderr.close()
+
+
+def stream_tck(rpc, scenario: str) -> list[dict[str, Any]]:
+    """A 1.0 SendStreamingMessage to the conformance agent with a `scenario` message id
+    (a fresh suffix added), read to its end: the results of its SSE events, in order."""
+    message = {
+        "messageId": f"{scenario}-{uuid.uuid4().hex[:8]}",
+        "role": "ROLE_USER",
+        "parts": [{"text": "go"}],
+    }
+    params = {"message": message, "metadata": {"skill": "tck"}}
+    body = {"jsonrpc": "2.0", "id": 7, "method": "SendStreamingMessage", "params": params}
+    headers = {"Authorization": f"Bearer {rpc.token}", "A2A-Version": "1.0"}
+    with rpc.http.stream("POST", "/a2a/", json=body, headers=headers, timeout=30) as response:
+        return [
+            json.loads(line[6:])["result"]
+            for line in response.iter_lines()
+            if line.startswith("data: ")
+        ]

@@ -5,7 +5,6 @@ a process that then died is not lost (the lease expires, a worker runs it)."""
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 
 import pytest
@@ -18,7 +17,7 @@ from a2a.models import Task
 from a2a.runtime import inline, leases
 from a2a.runtime.models import RunLease
 from tests.conftest import CLIENT
-from tests.runtime.conftest import settle_tasks, wait_idle, wait_state
+from tests.runtime.conftest import idle, settle_tasks, stream_tck, wait_idle, wait_state
 
 pytestmark = pytest.mark.django_db(transaction=True)
 V10 = {"A2A-Version": "1.0"}
@@ -54,20 +53,7 @@ def test_a_blocking_send_to_an_inline_agent_is_run_by_the_web_process(runtime, r
 
 
 def test_a_streaming_send_to_an_inline_agent_streams_the_run_of_the_web_process(runtime, rpc):
-    message = {
-        "messageId": f"tck-stream-001-{uuid.uuid4().hex[:8]}",
-        "role": "ROLE_USER",
-        "parts": [{"text": "go"}],
-    }
-    params = {"message": message, "metadata": {"skill": "tck"}}
-    body = {"jsonrpc": "2.0", "id": 7, "method": "SendStreamingMessage", "params": params}
-    headers = {"Authorization": f"Bearer {rpc.token}", **V10}
-    with rpc.http.stream("POST", "/a2a/", json=body, headers=headers, timeout=30) as response:
-        results = [
-            json.loads(line[6:])["result"]
-            for line in response.iter_lines()
-            if line.startswith("data: ")
-        ]
+    results = stream_tck(rpc, "tck-stream-001")
     task_id = results[0]["task"]["id"]
     kinds = [next(iter(r)) for r in results]
     assert kinds.count("artifactUpdate") == 1  # every event once, in order, to the end
@@ -75,10 +61,10 @@ def test_a_streaming_send_to_an_inline_agent_streams_the_run_of_the_web_process(
     assert (RunLease.objects.get(task_id=task_id).job_id, jobs_for(task_id)) == (None, 0)
 
 
-def test_the_run_starts_on_commit_whatever_the_caller_does_next(runtime):
+def test_the_run_starts_when_the_calls_thread_ends_whatever_the_caller_does_next(runtime):
     """A send's view can be cancelled (its client hung up) between the commit and its wait:
-    the run was queued on the event loop at commit, so it runs all the same — now, not
-    when the lease expires (15 s here), and not on a worker (no job)."""
+    the run was queued on the event loop as the call's thread ended, so it runs all the
+    same — now, not when the lease expires (15 s here), and not on a worker (no job)."""
     message = services.IncomingMessage(
         message_id=f"tck-complete-task-{uuid.uuid4().hex[:8]}",
         parts=[{"kind": "text", "text": "x"}],
@@ -93,15 +79,18 @@ def test_the_run_starts_on_commit_whatever_the_caller_does_next(runtime):
     async def scenario() -> str:
         task_id = await sync_to_async(create, thread_sensitive=False)()
         # no until_settled, no stream: the caller is gone; this loop only keeps serving
-        read = sync_to_async(lambda: Task.objects.get(pk=task_id).state, thread_sensitive=False)
+        # (the loop must live until the run let its lease go: asyncio.run cancels the rest)
+        done = sync_to_async(
+            lambda: Task.objects.get(pk=task_id).state == "completed" and idle(task_id),
+            thread_sensitive=False,
+        )
         deadline = asyncio.get_running_loop().time() + 10
-        while await read() != "completed":
+        while not await done():
             assert asyncio.get_running_loop().time() < deadline, "the run did not start"
             await asyncio.sleep(0.02)
         return task_id
 
     task_id = asyncio.run(scenario())
-    wait_idle(task_id)
     assert jobs_for(task_id) == 0
 
 

@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 
 import pytest
+
+from tests.runtime.conftest import stream_tck
 
 pytestmark = pytest.mark.django_db(transaction=True)
 V10 = {"A2A-Version": "1.0"}
@@ -60,24 +61,7 @@ def test_0_3_ids_leave_the_task_working_for_follow_ups(runtime, rpc):
 
 
 def test_streamed_scenario_in_1_0_form(runtime, rpc):
-    message = {
-        "messageId": f"tck-stream-001-{uuid.uuid4().hex[:8]}",
-        "role": "ROLE_USER",
-        "parts": [{"text": "go"}],
-    }
-    body = {
-        "jsonrpc": "2.0",
-        "id": 7,
-        "method": "SendStreamingMessage",
-        "params": {"message": message, "metadata": {"skill": "tck"}},
-    }
-    headers = {"Authorization": f"Bearer {rpc.token}", **V10}
-    with rpc.http.stream("POST", "/a2a/", json=body, headers=headers, timeout=30) as response:
-        results = [
-            json.loads(line[6:])["result"]
-            for line in response.iter_lines()
-            if line.startswith("data: ")
-        ]
+    results = stream_tck(rpc, "tck-stream-001")
     kinds = [next(iter(r)) for r in results]
     assert kinds[0] == "task" and "artifactUpdate" in kinds
     art = next(r["artifactUpdate"] for r in results if "artifactUpdate" in r)
