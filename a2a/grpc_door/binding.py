@@ -70,7 +70,7 @@ def unary(name: str, response: type[Message]) -> Callable[..., Any]:
         try:
             decided = await _decide_in_thread(name, request, headers)
             if isinstance(decided, calls.Pending):
-                await settle.until_settled(decided.task_id, run_here=decided.run_here)
+                await settle.until_settled(decided.task_id)
                 decided = await _settled_in_thread(decided)
             if isinstance(decided, calls.Answer):
                 return protojson.message_of(decided.value, response)

@@ -105,7 +105,7 @@ async def endpoint(request: HttpRequest):
     if not isinstance(decided, tuple):
         return decided
     rpc_id, pending = decided
-    await settle.until_settled(pending.task_id, run_here=pending.run_here)
+    await settle.until_settled(pending.task_id)
     outcome = await _settled_in_thread(pending)
     version = pending.call.version
     if isinstance(outcome, JsonRpcError):

@@ -61,7 +61,6 @@ class Pending:
     params: dict
     call: Call
     task_id: str
-    run_here: bool = False  # its agent is inline: the run is this process's (runtime.inline)
 
 
 Decided = Answer | ProtocolError | StreamPlan | Pending
@@ -165,14 +164,14 @@ def decide(
     # a blocking or streaming send waits for the run it starts: an inline agent's run is
     # then this process's (a2a.runtime.inline); a send that returns at once leaves it queued
     if not (call.settle_first or method.handler is stream_message):
-        outcome, taken = run(name, params, call), []
+        outcome = run(name, params, call)
     else:
-        with inline.wanted() as taken:
+        with inline.wanted():
             outcome = run(name, params, call)
     if isinstance(outcome, ProtocolError | StreamPlan):
         return outcome
     if call.settle_first and isinstance(outcome, dict) and "id" in outcome:
-        return Pending(name, params, call, outcome["id"], run_here=outcome["id"] in taken)
+        return Pending(name, params, call, outcome["id"])
     return Answer(to_wire(name, call, outcome))
 
 

@@ -175,7 +175,7 @@ async def endpoint(request: HttpRequest, path: str) -> HttpResponseBase:
     decided = await _decide_in_thread(request, path)
     if not isinstance(decided, calls.Pending):
         return decided
-    await settle.until_settled(decided.task_id, run_here=decided.run_here)
+    await settle.until_settled(decided.task_id)
     outcome = await _settled_in_thread(decided)
     if isinstance(outcome, ProtocolError):
         return error_response(outcome)

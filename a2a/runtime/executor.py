@@ -50,9 +50,7 @@ def run(task_id: str) -> str:
                 return outcome
             outcome = asyncio.run(run_slice(task_id))
             if not leases.release(task_id, served):
-                # A blocking send waits for this too (a2a.runtime.settle): an agent that
-                # leaves the task working (a conversation) writes no event to wake it.
-                notify.send(notify.group_name(task_id), {"type": "task.released"})
+                announce_release(task_id)
                 return outcome
         except Exception as exc:
             if faults.is_infrastructure(exc):
@@ -60,6 +58,12 @@ def run(task_id: str) -> str:
             log.exception("slice of task %s failed", task_id)
             leases.release(task_id, None)  # the scheduler will try again
             raise
+
+
+def announce_release(task_id: str) -> None:
+    """A run let the task go. A blocking send waits for this too (a2a.runtime.settle): an
+    agent that leaves the task working (a conversation) writes no event to wake it."""
+    notify.send(notify.group_name(task_id), {"type": "task.released"})
 
 
 # Waits (seconds) before each attempt to hand a faulted run back: the database that just

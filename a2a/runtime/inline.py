@@ -15,8 +15,9 @@ replays it with its recorded steps (no step runs twice). Anything later in the t
 
 Only a task *created* by a blocking or streaming send is taken (`wanted()` around the
 call): a blocking send then waits for this run instead of for announcements
-(`until_settled`); a streaming send follows its events. The run is queued on the event
-loop as the call's thread finishes (`wanted`), whatever the caller does next.
+(a2a.runtime.settle finds it `running`); a streaming send follows its events. The run is
+queued on the event loop as the call's thread finishes (`wanted`), whatever the caller
+does next.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from a2a import notify
 from a2a.runtime import faults, leases, registry
 from a2a.runtime.models import RunLease
 
@@ -109,13 +109,15 @@ def _start(task_id: str) -> None:
     run.add_done_callback(lambda _: _RUNNING.pop(task_id, None))
 
 
-async def until_settled(task_id: str, timeout: float) -> bool:
-    """Wait for the taken task's run, at most `timeout` seconds: True if it ended in time
-    (or before we looked). It goes on after the timeout or a hang-up (the send then
-    answers with the task as it is, as when a worker runs it)."""
-    run = _RUNNING.get(task_id)
-    if run is None:
-        return True
+def running(task_id: str) -> asyncio.Task | None:
+    """The task's run in this process, while it runs."""
+    return _RUNNING.get(task_id)
+
+
+async def wait(run: asyncio.Task, timeout: float) -> bool:
+    """Wait for `run`, at most `timeout` seconds: True if it ended in time. It goes on
+    after the timeout or a hang-up (the send then answers with the task as it is, as
+    when a worker runs it)."""
     try:
         await asyncio.wait_for(asyncio.shield(run), timeout)
     except TimeoutError:
@@ -141,10 +143,8 @@ async def _run(task_id: str) -> str:
         woke = await faults.in_db_thread(leases.release)(task_id, 1)
         if woke:
             await faults.in_db_thread(wakeups.enqueue)(task_id)
-        else:  # for another send waiting on this task (a2a.runtime.settle)
-            await sync_to_async(notify.send, thread_sensitive=False)(
-                notify.group_name(task_id), {"type": "task.released"}
-            )
+        else:
+            await sync_to_async(executor.announce_release, thread_sensitive=False)(task_id)
         return outcome
     finally:
         faults.POOLED.reset(token)

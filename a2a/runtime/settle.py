@@ -34,19 +34,21 @@ def settled(task_id: str) -> bool:
     return lease is not None and not lease["owner"] and lease["wakeups"] == lease["served"]
 
 
-async def until_settled(
-    task_id: str, timeout: float | None = None, *, run_here: bool = False
-) -> bool:
+async def until_settled(task_id: str, timeout: float | None = None) -> bool:
     """True if the task settled within `timeout` seconds (TASKDECK BLOCKING_SEND_SECONDS).
-    `run_here`: the send took the task's run (a2a.runtime.inline): run it and wait for it."""
+    A run of the task in this process (an inline agent's, a2a.runtime.inline) is waited
+    for itself first: no announcement or poll needed unless work is left after it."""
     if timeout is None:
         timeout = float(settings.TASKDECK.get("BLOCKING_SEND_SECONDS", 25))
-    if run_here:
-        return await inline.until_settled(task_id, timeout)
     check = database_sync_to_async(settled, thread_sensitive=False)
-    news = Listener(group_name(task_id))  # survives a Redis outage: a send must not 500
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
+    if (run := inline.running(task_id)) is not None:
+        if not await inline.wait(run, timeout):
+            return False
+        if await check(task_id):
+            return True
+    news = Listener(group_name(task_id))  # survives a Redis outage: a send must not 500
     try:
         await news.join()
         while True:

@@ -10,11 +10,12 @@ import uuid
 import pytest
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import OperationalError
 from django_tasks_db.models import DBTaskResult
 
 from a2a import services
 from a2a.models import Task
-from a2a.runtime import inline, leases
+from a2a.runtime import executor, inline, leases
 from a2a.runtime.models import RunLease
 from tests.conftest import CLIENT
 from tests.runtime.conftest import idle, settle_tasks, stream_tck, wait_idle, wait_state
@@ -125,13 +126,7 @@ def test_a_run_taken_by_a_process_that_died_is_run_by_a_worker_after_its_lease(
     """What a web process SIGKILLed between the send's commit and its run leaves: a lease
     it holds and no job. The scheduler takes the run over when the lease expires."""
     monkeypatch.setitem(settings.TASKDECK["RUNTIME"], "LEASE_SECONDS", 1.0)
-    message = services.IncomingMessage(
-        message_id=f"tck-complete-task-{uuid.uuid4().hex[:8]}",
-        parts=[{"kind": "text", "text": "x"}],
-    )
-    with inline.wanted() as taken:
-        task = services.create_task(message, actor=CLIENT, skill="tck", metadata={"skill": "tck"})
-    assert taken == [task.id]
+    task = Task.objects.get(pk=taken_here())
     lease = RunLease.objects.get(task_id=task.id)
     assert lease.owner == leases.WORKER_ID  # this process holds it, and never runs it
     assert jobs_for(task.id) == 0
@@ -153,3 +148,52 @@ def test_with_inline_runs_off_a_blocking_send_queues_a_job(runtime, monkeypatch)
     assert RunLease.objects.get(task_id=task.id).job_id is not None
     wait_state(task.id, "completed")
     wait_idle(task.id)
+
+
+def taken_here() -> str:
+    """A new conformance task taken to run inline by this (test) process, which has no
+    served event loop: nothing starts its run until the test does."""
+    message = services.IncomingMessage(
+        message_id=f"tck-complete-task-{uuid.uuid4().hex[:8]}",
+        parts=[{"kind": "text", "text": "x"}],
+    )
+    with inline.wanted() as taken:
+        task = services.create_task(message, actor=CLIENT, skill="tck", metadata={"skill": "tck"})
+    assert taken == [task.id]
+    return task.id
+
+
+def test_a_database_fault_in_an_inline_run_hands_it_to_a_worker_after_its_back_off(
+    runtime, monkeypatch
+):
+    async def fault(task_id: str, *, fresh: bool = False) -> str:
+        raise OperationalError("the database restarted")
+
+    monkeypatch.setattr(executor, "run_slice", fault)  # in this process only
+    task_id = taken_here()
+    asyncio.run(inline._run(task_id))
+    lease = RunLease.objects.get(task_id=task_id)
+    assert (lease.owner, lease.faults) == ("", 1)  # handed back, the fault counted
+    assert "retrying" in events(task_id)
+    wait_state(task_id, "completed")  # the deferred job's worker
+    wait_idle(task_id)
+    assert jobs_for(task_id) == 1
+    assert events(task_id).count("started") == 1
+
+
+def test_a_runtime_bug_in_an_inline_run_frees_the_lease_and_the_sweep_requeues_it(
+    runtime, monkeypatch
+):
+    async def bug(task_id: str, *, fresh: bool = False) -> str:
+        raise RuntimeError("a bug in the runtime")
+
+    monkeypatch.setattr(executor, "run_slice", bug)
+    task_id = taken_here()
+    asyncio.run(inline._run(task_id))
+    lease = RunLease.objects.get(task_id=task_id)
+    assert (lease.owner, lease.wakeups, lease.served) == ("", 1, 0)  # wanted, unserved
+    assert jobs_for(task_id) == 0
+    # the scheduler's sweep of wanted-but-idle runs (REQUEUE_SECONDS, 2 s here) queues it
+    wait_state(task_id, "completed")
+    wait_idle(task_id)
+    assert jobs_for(task_id) == 1
