@@ -55,15 +55,18 @@ $(INTEROP_STAMP):
 
 interop-venv: $(INTEROP_STAMP)
 
-# Real ACP clients for tests/runtime/test_acpx.py: the acpx command-line client (npm, MIT),
-# installed with the machine's Node.js into .acp-peers/ (never committed).
+# Real ACP peers, installed with the machine's Node.js into .acp-peers/ (never committed):
+# the acpx command-line client (npm, MIT) for tests/runtime/test_acpx.py, and the official
+# TypeScript SDK (npm, Apache-2.0), whose example agent tests/runtime/test_acp_host.py hosts.
 ACP_PEERS := .acp-peers
 ACPX_VERSION := 0.19.1
-ACPX_STAMP := $(ACP_PEERS)/.installed-acpx-$(ACPX_VERSION)
+ACP_TS_SDK_VERSION := 1.9.0
+ACPX_STAMP := $(ACP_PEERS)/.installed-acpx-$(ACPX_VERSION)-sdk-$(ACP_TS_SDK_VERSION)
 
 $(ACPX_STAMP):
 	@command -v npm >/dev/null || { apt-get update -qq && apt-get install -y -qq nodejs npm; }
-	npm install --prefix $(ACP_PEERS) --no-audit --no-fund --loglevel=error acpx@$(ACPX_VERSION)
+	npm install --prefix $(ACP_PEERS) --no-audit --no-fund --loglevel=error \
+	  acpx@$(ACPX_VERSION) @agentclientprotocol/sdk@$(ACP_TS_SDK_VERSION)
 	@rm -f $(ACP_PEERS)/.installed-*; touch $@
 
 acp-peers: $(ACPX_STAMP)

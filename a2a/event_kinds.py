@@ -29,6 +29,10 @@ class EventKind(StrEnum):
     # "resumed, waiting for a worker" (a queued task's pickup is its `started`). Not a
     # status event: A2A streams and push never carry it
     PICKED_UP = "picked_up"
+    TOOL_CALL = "tool_call"  # ToolCallData; a hosted ACP agent's tool call or its update
+    # HostNoteData; what the host of an ACP agent saw happen to its process (an exit, a
+    # turn cut off, a takeover, a refused request): a timeline fact, never a state change
+    HOST_NOTE = "host_note"
     COMPLETED = "completed"  # StateData (+ replyOnly)
     FAILED = "failed"  # StateData; the reason is TaskEvent.reason
     REJECTED = "rejected"  # StateData
@@ -53,6 +57,19 @@ class RetryingData(TypedDict):
     attempt: int  # infrastructure faults in a row, this one included
     retryAt: str  # ISO 8601: when the run is tried again
     error: str  # the fault, e.g. "OperationalError: terminating connection ..."
+
+
+class ToolCallData(TypedDict, total=False):
+    toolCallId: str
+    title: str
+    kind: str  # ACP's ToolKind: read, edit, delete, move, search, execute, think, fetch, other
+    status: str  # pending | in_progress | completed | failed
+    content: str  # the text of its content blocks, shortened
+
+
+class HostNoteData(TypedDict, total=False):
+    what: str  # exited | turn_lost | takeover | refused | stalled | output_limit | garbage
+    detail: str
 
 
 class ProgressData(TypedDict):

@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "a2a.runtime",
     "a2a.push",
     "a2a.acp_door",
+    "a2a.acp_host",
     "a2a.grpc_door",  # `manage.py run_grpc`: the A2A 1.0 gRPC binding
     "agui",
     "dashboard",
@@ -372,6 +373,25 @@ TASKDECK = {
         # How long a client has to answer a permission request or a form before the
         # question stays open as text (the next prompt answers it).
         "ASK_SECONDS": float(os.environ.get("TASKDECK_ACP_ASK_SECONDS", 3600)),
+    },
+    # Hosted ACP agents (`manage.py run_acp_host`, docs/acp-hosting.md): third-party ACP
+    # agents as skills, configured as editors configure them (a2a/acp_host/config.py).
+    "ACP_HOST": {
+        # A JSON file of agents: {"agent_servers": {name: {command, args, env, ...}}}.
+        "AGENTS_FILE": os.environ.get("TASKDECK_ACP_AGENTS", ""),
+        "AGENTS": {},  # the same, in settings (tests, Python deployments)
+        # A supervisor holds a session this long without renewing it (a killed one's
+        # sessions are taken over after this).
+        "LEASE_SECONDS": float(os.environ.get("TASKDECK_ACP_LEASE_SECONDS", 15)),
+        # How often a supervisor looks for work without being rung, and a held session
+        # checks its task for a pause or a cancel during a turn.
+        "POLL_SECONDS": float(os.environ.get("TASKDECK_ACP_POLL_SECONDS", 0.25)),
+        # A turn with no message from the agent for this long is cancelled, then stopped.
+        "TURN_SECONDS": float(os.environ.get("TASKDECK_ACP_TURN_SECONDS", 600)),
+        # The most text one turn may write; beyond, the turn is cancelled (a flooding agent).
+        "MAX_TURN_BYTES": int(os.environ.get("TASKDECK_ACP_MAX_TURN_BYTES", 2_000_000)),
+        # Where sessions run when their agent names no cwd (a directory per task).
+        "SESSIONS_DIR": os.environ.get("TASKDECK_ACP_SESSIONS_DIR", str(VAR_DIR / "acp-sessions")),
     },
     "RUNTIME": {
         # How long a worker's claim on a task lasts without a heartbeat (a dead worker's

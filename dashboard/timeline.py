@@ -75,6 +75,19 @@ FILTERS = [("all", "All"), ("messages", "Messages"), ("states", "State changes")
            ("decisions", "Decisions")]  # fmt: skip
 
 
+HOST_NOTES = {
+    "exited": "The agent's process exited",
+    "turn_lost": "A turn was cut off",
+    "takeover": "Another supervisor took the session over",
+    "refused": "Refused an agent's request",
+    "stalled": "The agent stopped answering",
+    "output_limit": "The agent wrote too much",
+    "garbage": "The agent wrote lines that are not ACP",
+    "new_session": "Started a new session of the agent",
+    "cancelled_turn": "The turn was cancelled (its work is lost)",
+}
+
+
 def _merge(run: Entry, entry: Entry, ev: TaskEvent) -> Entry:
     """Progress reports and artifact updates in a row become one "output" entry: the
     latest progress and how often each artifact changed."""
@@ -298,6 +311,17 @@ def entry_of(ev: TaskEvent, by_seq, by_handle, by_artifact, requests) -> Entry |
             ],
             **base,
         )
+    if kind == EventKind.TOOL_CALL:  # a hosted ACP agent's tool call
+        details = [("status", (data.get("status") or "").replace("_", " ") or "—")]
+        if data.get("kind"):
+            details.append(("kind", data["kind"]))
+        if data.get("content"):
+            details.append(("output", data["content"][:500]))
+        title = data.get("title") or data.get("toolCallId") or "tool"
+        return Entry(kind="tool", title=f"Tool: {title}", details=details, **base)
+    if kind == EventKind.HOST_NOTE:  # what the host saw happen to the agent's process
+        title = HOST_NOTES.get(data.get("what"), "Host note")
+        return Entry(kind="retry", title=title, text=data.get("detail", "")[:TEXT_CHARS], **base)
     if kind == EventKind.PICKED_UP:  # the end of "resumed, waiting for a worker"
         return Entry(kind="resume", title="A worker took the run again", **base)
     return Entry(kind="state", title=kind.replace("_", " ").capitalize(), text=ev.reason, **base)

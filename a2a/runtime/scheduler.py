@@ -21,7 +21,7 @@ from django_tasks_db.models import DBTaskResult
 
 from a2a import services
 from a2a.models import Suspension
-from a2a.runtime import beats, leases
+from a2a.runtime import beats, leases, registry
 from a2a.runtime.faults import discard_connections, is_infrastructure
 from a2a.runtime.models import RunLease, WorkerBeat
 from a2a.runtime.wakeups import enqueue
@@ -47,7 +47,9 @@ def fire_due_timeouts(limit: int = 200) -> int:
 
 def recover_runs(*, trust_beats: bool = False) -> int:
     """Re-queue runs whose worker died (lease expired, or — with `trust_beats` — its beat
-    stopped) or whose job was lost (wanted, idle, queued long ago). A dead worker's lease
+    stopped) or whose job was lost (wanted, idle, queued long ago). Only runs of this
+    runtime's agents: hosted ACP agents' sessions are their supervisors' (a2a.acp_host),
+    and a worker would fail them for want of an agent. A dead worker's lease
     is freed here, under the row lock and only if that worker still holds it, so another
     worker's claim succeeds at once. `enqueue` queues nothing while a job already waits
     for the task: the scheduler can look every tick without flooding the queue."""
@@ -58,7 +60,7 @@ def recover_runs(*, trust_beats: bool = False) -> int:
     lost = Q(owner="", enqueued_at__lt=now - requeue_after) & ~Q(wakeups=F("served"))
     task_ids = list(
         RunLease.objects.filter(stale | lost)
-        .filter(task__state__in=leases.RUNNABLE)
+        .filter(task__state__in=leases.RUNNABLE, task__skill__in=list(registry.agents()))
         .values_list("task_id", flat=True)[:200]
     )
     queued = 0

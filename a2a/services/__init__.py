@@ -9,6 +9,7 @@ so they all get the same rules and the same errors.
 from a2a.services._core import SCHEDULER, SYSTEM, Actor, IncomingMessage, Origin
 from a2a.services.inputs import provide_input, request_input
 from a2a.services.messages import Delivered, answer_input, receive_message
+from a2a.services.notes import note_host, note_tool_call
 from a2a.services.pausing import (
     PauseOutcome,
     ResumeOutcome,
@@ -54,8 +55,10 @@ __all__ = [
     "emit_text",
     "expire_suspension",
     "fail_task",
+    "note_host",
     "note_pickup",
     "note_retry",
+    "note_tool_call",
     "park_task",
     "pause_task",
     "provide_input",

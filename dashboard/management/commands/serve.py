@@ -1,4 +1,5 @@
-"""`manage.py serve`: Daphne, agent workers, the scheduler and the gRPC binding as one command.
+"""`manage.py serve`: Daphne, agent workers, the scheduler, the gRPC binding and (when ACP
+agents are configured to be hosted) the ACP host's supervisor, as one command.
 
 `make run` uses it so one command gives a working Taskdeck. Each part is its own process
 (as in a scale-out deployment); if one dies unexpectedly the others are stopped and the
@@ -31,6 +32,8 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+
+from a2a.acp_host.config import agents as hosted_agents
 
 MANAGE = str(Path(settings.BASE_DIR) / "manage.py")
 
@@ -144,6 +147,13 @@ class Command(BaseCommand):
             help="port of the A2A gRPC binding's process (default 50051; 0: no gRPC process)",
         )
         parser.add_argument(
+            "--acp-hosts",
+            type=int,
+            default=None,
+            help="supervisors of hosted ACP agents (default: 1 when TASKDECK_ACP_AGENTS "
+            "configures any, else 0)",
+        )
+        parser.add_argument(
             "--check", action="store_true", help="check the options and exit, starting nothing"
         )
 
@@ -155,6 +165,7 @@ class Command(BaseCommand):
         web: int,
         workers: int,
         grpc_port: int,
+        acp_hosts: int | None,
         check: bool,
         **options,
     ):
@@ -190,6 +201,10 @@ class Command(BaseCommand):
                 sys.executable, MANAGE, "run_worker", "--interval", "1", "--no-reload",
             ]  # fmt: skip
         commands["scheduler"] = [sys.executable, MANAGE, "run_scheduler"]
+        if acp_hosts is None:
+            acp_hosts = 1 if hosted_agents() else 0
+        for i in range(acp_hosts):  # hosted ACP agents' sessions (a2a/acp_host)
+            commands[f"acp-host-{i + 1}"] = [sys.executable, MANAGE, "run_acp_host"]
         if grpc_port:
             commands["grpc"] = [
                 sys.executable, MANAGE, "run_grpc", "--host", host, "--port", str(grpc_port),

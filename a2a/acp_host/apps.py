@@ -1,0 +1,22 @@
+from django.apps import AppConfig
+
+
+class AcpHostConfig(AppConfig):
+    """Hosted ACP agents: their skills, their sessions and the supervisor that runs them.
+
+    It depends on `a2a.services` and the runtime's leases and listens to task events; the
+    task core never imports it (the runtime leaves tasks of skills it has no agent for
+    alone, so these are this app's)."""
+
+    name = "a2a.acp_host"
+    label = "acp_host"
+    verbose_name = "Hosted ACP agents"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from a2a import events, skills
+        from a2a.acp_host import config, hooks
+
+        config.check_all()  # a broken configuration fails at start, not at the first task
+        skills.register(config.skills)
+        events.subscribe(hooks.on_task_event)

@@ -1,0 +1,54 @@
+"""The ACP client role Taskdeck plays for a hosted agent (the SDK's `Client` protocol).
+
+Honest capabilities: Taskdeck declared no file system and no terminal
+(session.CLIENT_CAPABILITIES), so those requests are refused with -32601 and a message
+that says why, and the refusal is on the task's timeline. Updates go to the recorder,
+permission requests to the inbox (session.HostedRun.ask_permission).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from acp import RequestError
+
+if TYPE_CHECKING:
+    from a2a.acp_host.session import HostedRun
+
+
+class HostClient:
+    def __init__(self, run: HostedRun) -> None:
+        self.run = run
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        if session_id == self.run.row.session_id or not self.run.row.session_id:
+            self.run.recorder.receive(update)
+            await self.run.recorder.drain()
+
+    async def request_permission(
+        self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
+    ) -> Any:
+        return await self.run.ask_permission(tool_call, options)
+
+    async def _refuse(self, what: str) -> None:
+        detail = (
+            f"Taskdeck gives hosted agents no {what} (its client capabilities say so); "
+            "configure the agent to work without it"
+        )
+        await self.run.note("refused", f"the agent asked for {what}: refused")
+        raise RequestError(-32601, detail)
+
+    async def read_text_file(self, *args: Any, **kwargs: Any) -> Any:
+        await self._refuse("file system access (fs/read_text_file)")
+
+    async def write_text_file(self, *args: Any, **kwargs: Any) -> Any:
+        await self._refuse("file system access (fs/write_text_file)")
+
+    async def create_terminal(self, *args: Any, **kwargs: Any) -> Any:
+        await self._refuse("terminal (terminal/create)")
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise RequestError.method_not_found(f"_{method}")
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        return None

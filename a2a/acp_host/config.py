@@ -1,0 +1,154 @@
+"""Which ACP agents Taskdeck hosts, configured the way editors configure them.
+
+Zed's `settings.json` (`agent_servers`) and JetBrains' `acp.json` describe an agent as
+`{"command", "args", "env"}`; Taskdeck reads the same shape from the JSON file named by
+TASKDECK_ACP_AGENTS (settings TASKDECK["ACP_HOST"]["AGENTS_FILE"]) — either
+`{"agent_servers": {name: spec}}` or `{name: spec}` — plus settings' own `AGENTS` mapping
+(tests, Python deployments). Each spec may add:
+- `description`, `tags`, `examples`: its skill card;
+- `skill`: the skill id (default: the name, lower-cased, runs of other characters → `-`);
+- `cwd`: the working directory its sessions get (default: a directory per task under
+  var/acp-sessions/);
+- `turnSeconds`: a turn with no message from the agent for this long is cancelled, then
+  the agent stopped (default TASKDECK["ACP_HOST"]["TURN_SECONDS"]).
+
+Nothing else is passed to the child: its environment is the SDK's trimmed default plus
+`env` (no DATABASE_URL, no secrets of Taskdeck's unless you put them there).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+SPEC_KEYS = {"type", "command", "args", "env", "description", "tags", "examples", "skill",
+             "cwd", "turnSeconds", "name"}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class HostedAgent:
+    name: str
+    skill_id: str
+    command: str
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    description: str = ""
+    tags: tuple[str, ...] = ()
+    examples: tuple[str, ...] = ()
+    cwd: str = ""
+    turn_seconds: float = 0.0
+
+    def card(self) -> dict[str, Any]:
+        """The agent card's skill entry (a2a.skills)."""
+        return {
+            "id": self.skill_id,
+            "name": self.name,
+            "description": self.description or f"The ACP agent {self.name}, hosted by Taskdeck.",
+            "tags": ["acp", *self.tags],
+            "examples": list(self.examples),
+        }
+
+
+def slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "agent"
+
+
+def _strings(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ImproperlyConfigured(f"{where} must be a list of strings")
+    return tuple(value)
+
+
+def parse(name: str, spec: Any, where: str = "hosted ACP agent") -> HostedAgent:
+    """One agent's spec, checked: a mistake names the agent and the field."""
+    at = f"{where} {name!r}"
+    if not isinstance(spec, dict):
+        raise ImproperlyConfigured(f"{at} must be an object with a command")
+    unknown = sorted(set(spec) - SPEC_KEYS)
+    if unknown:
+        raise ImproperlyConfigured(f"{at}: unknown field(s) {', '.join(unknown)}")
+    command = spec.get("command")
+    if not isinstance(command, str) or not command.strip():
+        raise ImproperlyConfigured(f"{at}: `command` must be a non-empty string")
+    env = spec.get("env", {})
+    if isinstance(env, list):  # Zed also writes env as [{"name", "value"}]
+        env = {e.get("name"): e.get("value") for e in env if isinstance(e, dict)}
+    if not isinstance(env, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in env.items()
+    ):
+        raise ImproperlyConfigured(f"{at}: `env` must map names to strings")
+    skill_id = spec.get("skill") or slug(name)
+    if not isinstance(skill_id, str) or not re.fullmatch(r"[a-z0-9][a-z0-9_.-]{0,63}", skill_id):
+        raise ImproperlyConfigured(f"{at}: `skill` must be 1-64 of a-z 0-9 _ . - ")
+    turn = spec.get("turnSeconds", 0)
+    if not isinstance(turn, (int, float)) or isinstance(turn, bool) or turn < 0:
+        raise ImproperlyConfigured(f"{at}: `turnSeconds` must be a number of seconds")
+    cwd = spec.get("cwd", "")
+    if not isinstance(cwd, str) or (cwd and not Path(cwd).is_absolute()):
+        raise ImproperlyConfigured(f"{at}: `cwd` must be an absolute path")
+    return HostedAgent(
+        name=str(spec.get("name") or name)[:100],
+        skill_id=skill_id,
+        command=command,
+        args=_strings(spec.get("args", []), f"{at}: `args`"),
+        env=dict(env),
+        description=str(spec.get("description", ""))[:1000],
+        tags=_strings(spec.get("tags", []), f"{at}: `tags`"),
+        examples=_strings(spec.get("examples", []), f"{at}: `examples`"),
+        cwd=cwd,
+        turn_seconds=float(turn),
+    )
+
+
+def _from_file(path: str) -> dict[str, Any]:
+    try:
+        raw = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise ImproperlyConfigured(f"TASKDECK_ACP_AGENTS={path}: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ImproperlyConfigured(f"TASKDECK_ACP_AGENTS={path}: must hold a JSON object")
+    servers = raw.get("agent_servers", raw)
+    if not isinstance(servers, dict):
+        raise ImproperlyConfigured(f"TASKDECK_ACP_AGENTS={path}: agent_servers must be an object")
+    return servers
+
+
+@cache
+def agents() -> dict[str, HostedAgent]:
+    """Every hosted agent by skill id (cached: settings do not change while running;
+    tests that change them call `agents.cache_clear()`)."""
+    cfg = settings.TASKDECK.get("ACP_HOST", {})
+    specs: dict[str, Any] = {}
+    if cfg.get("AGENTS_FILE"):
+        specs.update(_from_file(cfg["AGENTS_FILE"]))
+    specs.update(cfg.get("AGENTS") or {})
+    found: dict[str, HostedAgent] = {}
+    for name, spec in specs.items():
+        agent = parse(name, spec)
+        if agent.skill_id in found:
+            raise ImproperlyConfigured(f"two hosted ACP agents have the skill {agent.skill_id!r}")
+        found[agent.skill_id] = agent
+    return found
+
+
+def check_all() -> None:
+    agents()
+
+
+def get(skill_id: str) -> HostedAgent | None:
+    return agents().get(skill_id)
+
+
+def skills() -> list[dict[str, Any]]:
+    return [a.card() for a in agents().values()]
+
+
+def setting(name: str) -> Any:
+    return settings.TASKDECK["ACP_HOST"][name]

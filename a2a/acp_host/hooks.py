@@ -1,0 +1,39 @@
+"""Task events of hosted agents (in the writer's transaction): a new task gets its session
+row and its run lease, a message or a resume counts a wakeup, and every change rings the
+supervisors on commit — a pause or a cancel must reach the agent's process at once.
+
+The runtime's own wakeups (a2a.runtime.wakeups) skip these tasks: no job is queued, no
+worker runs them. The RunLease is kept as the runtime keeps it (wakeups counted here,
+served by the supervisor at the end of each turn), so a blocking send waits for a hosted
+agent's turn exactly as for a worker's run (a2a.runtime.settle).
+"""
+
+from __future__ import annotations
+
+from django.db.models import F
+from django.utils import timezone
+
+from a2a.acp_host import config
+from a2a.event_kinds import EventKind, is_user_message
+from a2a.lifecycle import State
+from a2a.models import TaskEvent
+from a2a.runtime import doorbell
+from a2a.runtime.models import RunLease
+
+
+def on_task_event(event: TaskEvent) -> None:
+    if config.get(event.task.skill) is None:
+        return
+    from a2a.acp_host.models import HostedSession
+
+    wakes = event.kind == EventKind.RESUMED or is_user_message(event.kind, event.data)
+    if event.kind == EventKind.CREATED:
+        HostedSession.objects.create(task_id=event.task_id, agent=event.task.skill)
+        RunLease.objects.create(task_id=event.task_id, wakeups=1, enqueued_at=timezone.now())
+    elif wakes and event.to_state in (State.SUBMITTED, State.WORKING):
+        RunLease.objects.filter(task_id=event.task_id).update(
+            wakeups=F("wakeups") + 1, enqueued_at=timezone.now()
+        )
+    # the supervisors hear the workers' bell (NOTIFY on PostgreSQL, local sockets on
+    # SQLite); a worker that hears it finds no job and sleeps again: one cheap poll
+    doorbell.ring()

@@ -1,0 +1,537 @@
+"""One held session of a hosted ACP agent: its process, its ACP connection, its turns.
+
+The loop reads the task (one snapshot) whenever it is nudged — the supervisor's bell, its
+poll, the agent's own messages — and does what the task's state asks:
+- WORKING with a wakeup not served: hand the next user message to the agent as
+  `session/prompt` (marked consumed BEFORE it is sent: never sent twice), or pass a
+  resume on with `session/resume` (the seed's `handle`, `input`, `continueTranscript`);
+- paused by a client: with an agent that declares the seed's `supportsSuspend`,
+  `session/suspend` with the pause's mode; with any other, `interrupt_immediate` is
+  `session/cancel` (the turn's work is lost, and the timeline says so), `finish_step`
+  holds the agent's output and permission answers until the resume, and
+  `wait_for_completion` lets the turn end;
+- ended (canceled, failed...): cancel any turn, answer any permission as cancelled, stop.
+
+What the agent says is recorded in the order it said it (a2a.acp_host.recorder). Its
+permission requests become input requests; the answer, validated by the services, goes
+back as the permission's outcome. Its `session/await_resumption` parks the task with its
+conditions (validated as `tasks/await_resumption` validates them) and is answered with
+Taskdeck's handle; Taskdeck fires the resume.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from acp import RequestError, spawn_agent_process
+from acp import schema as s
+from acp.router import Route
+
+from a2a import services
+from a2a.acp_host import config, store
+from a2a.acp_host.permissions import answer_to_outcome, as_input_request
+from a2a.acp_host.recorder import Recorder
+from a2a.conditions import parse_conditions
+from a2a.errors import TaskError
+from a2a.formats import text_of
+from a2a.lifecycle import PAUSED, TERMINAL, State
+from a2a.models import Suspension
+from a2a.runtime import leases
+from a2a.runtime.executor import announce_release
+from a2a.validation import ValidationFailed
+
+log = logging.getLogger(__name__)
+
+# What Taskdeck offers the agents it hosts, honestly: no file system, no terminal (their
+# requests are refused with -32601), and the seed's suspend RFC from the client's side.
+CLIENT_CAPABILITIES = {
+    "fs": {"readTextFile": False, "writeTextFile": False},
+    "terminal": False,
+    "_meta": {"taskdeck/suspend": {"supportsAwaitResumption": True}},
+}
+STOP_GRACE_SECONDS = 5.0  # after session/cancel of a stalled turn, before the process is killed
+
+
+def suspend_caps(capabilities: dict[str, Any]) -> dict[str, Any]:
+    """The seed's capabilities, where Taskdeck's ACP door puts them (`_meta`) or at the
+    root of agentCapabilities, as the seed writes them."""
+    meta = (capabilities.get("_meta") or {}).get("taskdeck/suspend") or {}
+    return {
+        "supportsSuspend": bool(meta.get("supportsSuspend") or capabilities.get("supportsSuspend")),
+        "supportsAwaitResumption": bool(
+            meta.get("supportsAwaitResumption") or capabilities.get("supportsAwaitResumption")
+        ),
+    }
+
+
+class AgentGone(Exception):
+    """The agent's process exited (or was stopped) while we needed it."""
+
+
+class HostedRun:
+    """The session of task `task_id`, held by supervisor `me` until the task ends."""
+
+    def __init__(self, task_id: str, agent: config.HostedAgent, me: str) -> None:
+        self.task_id = task_id
+        self.agent = agent
+        self.me = me
+        self.actor = services.Actor("agent", agent.skill_id)
+        self.nudge = asyncio.Event()
+        self.row: Any = None
+        self.conn: Any = None
+        self.process: Any = None
+        self.stack = contextlib.AsyncExitStack()
+        self.turn: asyncio.Task | None = None
+        self.turn_served = 0
+        self.recorder = Recorder(self)
+        self.permission: tuple[str, list[Any], asyncio.Future] | None = None
+        self.permission_waiting: asyncio.Future | None = None  # asked while output is held
+        self.last_heard = 0.0
+        self.cancel_sent_at: float | None = None
+        self.finished = False
+        self.stderr_tail: list[str] = []
+
+    # ----- the loop -----------------------------------------------------------------
+
+    async def main(self) -> None:
+        try:
+            self.row = await store.in_db(store.session)(self.task_id)
+            while not self.finished:
+                self.nudge.clear()
+                await self.step()
+                if self.finished:
+                    break
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self.nudge.wait(), config.setting("POLL_SECONDS"))
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("hosted session of task %s failed", self.task_id)
+        finally:
+            await self.stop_process()
+            with contextlib.suppress(Exception):
+                await store.in_db(store.let_go)(self.task_id, self.me)
+
+    async def step(self) -> None:
+        snap = await store.in_db(store.snapshot)(self.task_id, self.row.consumed)
+        if snap is None or snap.state in TERMINAL:
+            await self.end(snap)
+            return
+        if self.process is not None and self.process.returncode is not None:
+            await self.exited()
+            return
+        await self.recorder.retry_held(snap.state)
+        if snap.state == State.WORKING and self.permission is not None:
+            await self.deliver_permission()
+        if self.permission_waiting is not None and snap.state == State.WORKING:
+            self.permission_waiting.set_result(None)
+            self.permission_waiting = None
+        susp = snap.suspension
+        if snap.state in PAUSED and susp is not None and susp.id != self.row.acted_on:
+            await self.on_pause(susp)
+        if self.turn is not None:
+            await self.watch_turn()
+            return
+        await self.recorder.flush_text()
+        if snap.state in leases.RUNNABLE and snap.wakeups != snap.served:
+            await self.next_turn(snap)
+
+    async def next_turn(self, snap: store.Snapshot) -> None:
+        served = await store.in_db(leases.claim)(self.task_id, self.me)
+        if served is None:
+            return  # not runnable after all, or a turn lease still held (a dead holder's)
+        if snap.state == State.SUBMITTED:
+            await store.in_db(services.start_task)(self.task_id, actor=self.actor)
+        await self.ensure_session()
+        last = snap.last_resumed
+        if (
+            last is not None
+            and last.id != self.row.resumed_to_agent
+            and self.resumes_to_agent(last)
+        ):
+            self.row.resumed_to_agent = last.id
+            await store.in_db(store.save)(self.row, "resumed_to_agent")
+            await self.start_turn(self.pass_resume(last), served, None)
+        elif snap.next_message is not None:
+            msg = snap.next_message
+            await self.start_turn(self.prompt(msg), served, msg.seq)
+        else:
+            await self.release(served)
+
+    def resumes_to_agent(self, s: Suspension) -> bool:
+        """A resume the agent must hear of: its own park, or a pause it was told of with
+        session/suspend. A standard agent's pause ends with nothing to say: its next
+        prompt goes on."""
+        ours = (s.metadata or {}).get("acp") == "await_resumption"
+        told = s.id == self.row.acted_on and bool(self.row.agent_handle)
+        return (ours or told) and self.can_resume()
+
+    def can_resume(self) -> bool:
+        caps = self.row.capabilities or {}
+        return "resume" in (caps.get("sessionCapabilities") or {})
+
+    async def start_turn(self, work: Any, served: int, consumed: int | None) -> None:
+        await store.in_db(store.start_turn)(self.row, consumed)
+        self.turn_served = served
+        self.last_heard = asyncio.get_running_loop().time()
+        self.cancel_sent_at = None
+        self.recorder.new_turn()
+        self.turn = asyncio.ensure_future(work)
+        self.turn.add_done_callback(lambda _t: self.nudge.set())
+
+    async def watch_turn(self) -> None:
+        assert self.turn is not None
+        if not self.turn.done():
+            await self.check_stalled()
+            return
+        turn, self.turn = self.turn, None
+        try:
+            stop = turn.result()
+        except AgentGone:
+            await self.exited()
+            return
+        except RequestError as exc:
+            stop = None
+            await self.note("refused", f"the agent answered the turn with error {exc.code}: {exc}")
+        await self.recorder.drain()
+        await self.recorder.flush_text()
+        if stop == "cancelled" and self.recorder.cancel_note:
+            await self.note("cancelled_turn", self.recorder.cancel_note)
+        elif stop in ("max_tokens", "max_turn_requests", "refusal"):
+            await self.note("refused", f"the agent ended its turn: {stop}")
+        await store.in_db(store.end_turn)(self.row)
+        await self.release(self.turn_served)
+
+    async def release(self, served: int) -> None:
+        again = await store.in_db(leases.release)(self.task_id, served, self.me)
+        if not again:
+            await store.in_db(announce_release)(self.task_id)
+        self.nudge.set()
+
+    async def check_stalled(self) -> None:
+        loop = asyncio.get_running_loop()
+        limit = self.agent.turn_seconds or float(config.setting("TURN_SECONDS"))
+        if self.cancel_sent_at is None and loop.time() - self.last_heard > limit:
+            await self.note("stalled", f"nothing from the agent for {limit:g} s: cancelling")
+            await self.cancel_turn("")
+            self.cancel_sent_at = loop.time()
+        elif (
+            self.cancel_sent_at is not None
+            and loop.time() - self.cancel_sent_at > STOP_GRACE_SECONDS
+        ):
+            await self.note("stalled", "the agent did not end its cancelled turn: stopping it")
+            await self.stop_process(kill=True)
+
+    # ----- the agent's process --------------------------------------------------------
+
+    async def ensure_session(self) -> None:
+        if self.conn is not None:
+            return
+        await self.start_process()
+        row = self.row
+        cwd = self.cwd()
+        if not row.session_id:
+            new = await self.conn.new_session(cwd=cwd, mcp_servers=[])
+            row.session_id = new.session_id
+            await store.in_db(store.save)(row, "session_id")
+            return
+        # a session this host had before: this process is new (takeover, or a restart)
+        if row.turn_open:
+            await self.note(
+                "turn_lost",
+                "the previous host of this session stopped during a turn: the rest of that "
+                "turn is lost, and its prompt is not sent again",
+            )
+            await store.in_db(store.end_turn)(row)
+        caps = row.capabilities or {}
+        if self.can_resume():
+            await self.conn.resume_session(cwd=cwd, session_id=row.session_id, mcp_servers=[])
+            how = "session/resume"
+        elif caps.get("loadSession"):
+            self.recorder.muted = True  # its replay is history we recorded already
+            try:
+                await self.conn.load_session(cwd=cwd, session_id=row.session_id, mcp_servers=[])
+                await self.recorder.drain()
+            finally:
+                self.recorder.muted = False
+            how = "session/load"
+        else:
+            new = await self.conn.new_session(cwd=cwd, mcp_servers=[])
+            row.session_id = new.session_id
+            await store.in_db(store.save)(row, "session_id")
+            await self.note(
+                "new_session",
+                "the agent can neither resume nor load a session: a new one was started, "
+                "without the earlier conversation",
+            )
+            return
+        row.takeovers += 1
+        await store.in_db(store.save)(row, "takeovers")
+        await self.note("takeover", f"the session was taken up again with {how}")
+
+    def cwd(self) -> str:
+        if self.agent.cwd:
+            return self.agent.cwd
+        path = Path(config.setting("SESSIONS_DIR")) / self.task_id
+        path.mkdir(parents=True, exist_ok=True)
+        return str(path.resolve())
+
+    async def start_process(self) -> None:
+        env = {**_base_env(), **self.agent.env}
+        self.conn, self.process = await self.stack.enter_async_context(
+            spawn_agent_process(
+                self.client_for,
+                self.agent.command,
+                *self.agent.args,
+                env=env,
+                cwd=self.cwd(),
+                use_unstable_protocol=True,
+            )
+        )
+        router = self.conn._conn._handler  # the SDK's MessageRouter (pinned SDK version)
+        router.add_route(
+            Route(method="session/await_resumption", func=self.await_resumption, kind="request")
+        )
+        self.conn._conn.add_observer(self.heard)
+        init = await self.conn.initialize(
+            protocol_version=1,
+            client_capabilities=s.ClientCapabilities.model_validate(CLIENT_CAPABILITIES),
+            client_info=s.Implementation(name="taskdeck", version="1"),
+        )
+        caps = init.agent_capabilities.model_dump(mode="json", by_alias=True, exclude_none=True)
+        raw = getattr(init.agent_capabilities, "model_extra", None) or {}
+        caps.update({k: v for k, v in raw.items() if k not in caps})
+        self.row.capabilities = caps
+        await store.in_db(store.save)(self.row, "capabilities")
+
+    def client_for(self, _conn: Any) -> Any:
+        from a2a.acp_host.client import HostClient
+
+        return HostClient(self)
+
+    def heard(self, event: Any) -> None:
+        """Every message from the agent (the SDK's stream observer): it is alive."""
+        if getattr(event, "direction", None) is not None and event.direction.value == "incoming":
+            self.last_heard = asyncio.get_running_loop().time()
+
+    async def stop_process(self, *, kill: bool = False) -> None:
+        proc = self.process
+        if proc is not None and proc.returncode is None and kill:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+        if self.turn is not None and kill:
+            return  # the turn ends with the process; the loop records it
+        self.conn, self.process = None, None
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.stack.aclose(), 10)
+        self.stack = contextlib.AsyncExitStack()
+
+    async def exited(self) -> None:
+        """The agent's process is gone. During a turn the task fails (the turn's work is
+        lost and its prompt is never sent twice); between turns the next turn starts it
+        again (taking the session up with session/resume or session/load)."""
+        code = self.process.returncode if self.process is not None else None
+        in_turn = self.turn is not None or self.row.turn_open
+        if self.turn is not None and not self.turn.done():
+            self.turn.cancel()
+        self.turn = None
+        await self.recorder.drain()
+        await self.recorder.flush_text()
+        await self.stop_process()
+        if self.permission is not None:
+            self.permission = None
+        detail = f"the agent's process exited with code {code}"
+        await self.note("exited", detail + (" during a turn" if in_turn else ""))
+        if in_turn:
+            await store.in_db(store.end_turn)(self.row)
+            with contextlib.suppress(TaskError):
+                await store.in_db(services.fail_task)(
+                    self.task_id, actor=self.actor, reason=f"{detail} during a turn"
+                )
+            await self.release(self.turn_served)
+
+    async def end(self, snap: store.Snapshot | None) -> None:
+        """The task ended (canceled, failed, completed by someone): the agent stops."""
+        if self.permission is not None:
+            _, _, fut = self.permission
+            if not fut.done():
+                fut.set_result(
+                    s.RequestPermissionResponse(outcome=s.DeniedOutcome(outcome="cancelled"))
+                )
+            self.permission = None
+        if self.turn is not None and not self.turn.done():
+            await self.cancel_turn("")
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(self.turn), STOP_GRACE_SECONDS)
+        if self.turn is not None:
+            self.turn.cancel()
+            self.turn = None
+            await store.in_db(store.end_turn)(self.row)
+        self.finished = True
+
+    # ----- work sent to the agent -------------------------------------------------------
+
+    async def prompt(self, msg: Any) -> str:
+        blocks = [s.TextContentBlock(type="text", text=text_of(msg.parts) or "")]
+        return await self._call(self.conn.prompt(session_id=self.row.session_id, prompt=blocks))
+
+    async def pass_resume(self, last: Suspension) -> str:
+        params: dict[str, Any] = {
+            "sessionId": self.row.session_id,
+            "cwd": self.cwd(),
+            "mcpServers": [],
+            "continueTranscript": last.continue_transcript is not False,
+        }
+        if (last.metadata or {}).get("acp") == "await_resumption":
+            params["handle"] = last.handle
+        elif self.row.agent_handle:
+            params["handle"] = self.row.agent_handle
+        if last.resume_input is not None:
+            params["input"] = last.resume_input
+        await self._call(self.conn._conn.send_request("session/resume", params))
+        return "end_turn"
+
+    async def _call(self, request: Any) -> Any:
+        """Await a request to the agent; its process exiting meanwhile is AgentGone."""
+        proc = self.process
+        waiter = asyncio.ensure_future(request)
+        exit_watch = asyncio.ensure_future(proc.wait())
+        try:
+            done, _ = await asyncio.wait({waiter, exit_watch}, return_when=asyncio.FIRST_COMPLETED)
+            if waiter in done:
+                result = waiter.result()
+                return getattr(result, "stop_reason", result)
+            raise AgentGone()
+        finally:
+            exit_watch.cancel()
+            if not waiter.done():
+                waiter.cancel()
+
+    async def cancel_turn(self, why: str) -> None:
+        self.recorder.cancel_note = why
+        if self.conn is not None and self.row.session_id:
+            with contextlib.suppress(Exception):
+                await self.conn.cancel(session_id=self.row.session_id)
+        if self.permission is not None:
+            _, _, fut = self.permission
+            if not fut.done():
+                fut.set_result(
+                    s.RequestPermissionResponse(outcome=s.DeniedOutcome(outcome="cancelled"))
+                )
+            self.permission = None
+
+    async def on_pause(self, susp: Suspension) -> None:
+        """A pause the agent has not heard of yet."""
+        self.row.acted_on = susp.id
+        await store.in_db(store.save)(self.row, "acted_on")
+        if susp.initiator != Suspension.Initiator.CLIENT:
+            return  # the agent's own park: it knows
+        caps = suspend_caps(self.row.capabilities or {})
+        if self.conn is not None and caps["supportsSuspend"]:
+            params = {"sessionId": self.row.session_id, "mode": susp.mode or "finish_step"}
+            if susp.reason:
+                params["reason"] = susp.reason
+            try:
+                answer = await self._call(self.conn._conn.send_request("session/suspend", params))
+            except (RequestError, AgentGone) as exc:
+                await self.note("refused", f"the agent refused session/suspend: {exc}")
+                return
+            handle = answer.get("handle") if isinstance(answer, dict) else None
+            self.row.agent_handle = str(handle or "")[:200]
+            await store.in_db(store.save)(self.row, "agent_handle")
+        elif susp.mode == Suspension.Mode.INTERRUPT_IMMEDIATE and self.turn is not None:
+            await self.cancel_turn(
+                "paused with interrupt_immediate: the agent cannot suspend, so its turn was "
+                "cancelled (session/cancel) and that turn's work is lost"
+            )
+
+    # ----- requests from the agent -------------------------------------------------------
+
+    async def ask_permission(self, tool_call: Any, options: list[Any]) -> Any:
+        """session/request_permission: an input request; the answer is the outcome."""
+        await self.recorder.drain()
+        await self.recorder.flush_text()
+        while True:
+            state = await store.in_db(store.task_state)(self.task_id)
+            if state in TERMINAL or state is None:
+                return s.RequestPermissionResponse(outcome=s.DeniedOutcome(outcome="cancelled"))
+            if state == State.WORKING:
+                break
+            # paused (finish_step holds it): asked when the task works again
+            self.permission_waiting = asyncio.get_running_loop().create_future()
+            await self.permission_waiting
+        request = as_input_request(tool_call, options)
+        try:
+            canonical = await store.in_db(services.request_input)(
+                self.task_id, actor=self.actor, explanation=request["title"], request=request
+            )
+        except (TaskError, ValidationFailed) as exc:
+            log.warning("task %s: permission request not asked: %s", self.task_id, exc)
+            return s.RequestPermissionResponse(outcome=s.DeniedOutcome(outcome="cancelled"))
+        fut: asyncio.Future = asyncio.get_running_loop().create_future()
+        self.permission = (canonical["requestId"], options, fut)
+        self.nudge.set()
+        return await fut
+
+    async def deliver_permission(self) -> None:
+        assert self.permission is not None
+        request_id, options, fut = self.permission
+        answered = await store.in_db(store.answer)(self.task_id, request_id)
+        if answered is None:
+            return
+        self.permission = None
+        await store.in_db(store.consume)(self.row, int(answered.get("messageSeq") or 0))
+        if not fut.done():
+            fut.set_result(answer_to_outcome(answered, options))
+
+    async def await_resumption(self, params: Any) -> dict[str, Any]:
+        """The seed's agent → client `session/await_resumption`: park the task."""
+        if not isinstance(params, dict):
+            raise RequestError.invalid_params({"details": "params must be an object"})
+        if params.get("sessionId") != self.row.session_id:
+            raise RequestError(-32002, "unknown session", {"sessionId": params.get("sessionId")})
+        reason = params.get("reason")
+        if not isinstance(reason, str) or not reason.strip():
+            raise RequestError.invalid_params({"reason": ["must be a non-empty string"]})
+        try:
+            conditions = parse_conditions(params.get("conditions"))
+        except ValidationFailed as exc:
+            raise RequestError.invalid_params(exc.prefixed("conditions").errors) from None
+        await self.recorder.drain()
+        await self.recorder.flush_text()
+        summary = params.get("summary") if isinstance(params.get("summary"), str) else ""
+        try:
+            outcome = await store.in_db(services.park_task)(
+                self.task_id,
+                actor=self.actor,
+                reason=reason,
+                conditions=conditions,
+                summary=summary,
+                metadata={"acp": "await_resumption"},
+            )
+        except ValidationFailed as exc:
+            raise RequestError.invalid_params(exc.errors) from None
+        except TaskError as exc:
+            raise RequestError(-32011, f"cannot park now: {exc}") from None
+        susp = outcome.suspension
+        self.row.acted_on = susp.id
+        await store.in_db(store.save)(self.row, "acted_on")
+        self.nudge.set()
+        return {"handle": susp.handle, "suspendedAt": susp.suspended_at.isoformat()}
+
+    async def note(self, what: str, detail: str) -> None:
+        with contextlib.suppress(TaskError, ValidationFailed):
+            await store.in_db(services.note_host)(
+                self.task_id, actor=self.actor, what=what, detail=detail
+            )
+
+
+def _base_env() -> dict[str, str]:
+    """The SDK's child environment is trimmed already; PATH and HOME are what agents
+    launched by npx or a shell script need to start at all."""
+    return {k: os.environ[k] for k in ("PATH", "HOME", "LANG") if k in os.environ}

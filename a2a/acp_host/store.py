@@ -1,0 +1,169 @@
+"""The supervisor's reads and bookkeeping writes (sync: called through `in_db`).
+
+Task changes go through `a2a.services`; what is written here is the host's own state of a
+session (who holds it, what was handed to the agent) and the run lease of a turn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from a2a.acp_host import config
+from a2a.acp_host.models import HostedSession
+from a2a.event_kinds import EventKind
+from a2a.input_requests import RESPONSE_TYPE, find_data_part
+from a2a.lifecycle import TERMINAL
+from a2a.models import Message, Suspension, Task, TaskEvent
+from a2a.runtime.models import RunLease
+
+
+def in_db(fn: Any) -> Any:
+    """`fn` run in the process's one database thread: a supervisor's database work is
+    serial (it is small), so no two of its calls ever race on one connection."""
+    return sync_to_async(fn, thread_sensitive=True)
+
+
+def lease_seconds() -> float:
+    return float(config.setting("LEASE_SECONDS"))
+
+
+def claim_sessions(me: str, held: list[str], limit: int = 50) -> list[tuple[str, str]]:
+    """Take the sessions of open tasks of configured agents that nobody holds (or whose
+    holder stopped renewing): one conditional update each, so two supervisors never both
+    win one. Returns (task id, agent) of each taken."""
+    now = timezone.now()
+    free = Q(holder="") | Q(holder_until__lt=now)
+    rows = list(
+        HostedSession.objects.filter(free, agent__in=list(config.agents()))
+        .exclude(task__state__in=list(TERMINAL))
+        .exclude(task_id__in=held)
+        .values_list("task_id", "holder", "holder_until", "agent")[:limit]
+    )
+    until = now + timedelta(seconds=lease_seconds())
+    taken = []
+    for task_id, holder, holder_until, agent in rows:
+        won = HostedSession.objects.filter(
+            task_id=task_id, holder=holder, holder_until=holder_until
+        ).update(holder=me, holder_until=until)
+        if won:
+            taken.append((task_id, agent))
+    return taken
+
+
+def renew(me: str, task_ids: list[str]) -> set[str]:
+    """Extend the hold on our sessions (and the lease of any turn we run); returns the
+    ids no longer ours (a takeover after we stalled longer than the lease)."""
+    until = timezone.now() + timedelta(seconds=lease_seconds())
+    HostedSession.objects.filter(task_id__in=task_ids, holder=me).update(holder_until=until)
+    RunLease.objects.filter(task_id__in=task_ids, owner=me).update(expires_at=until)
+    ours = set(
+        HostedSession.objects.filter(task_id__in=task_ids, holder=me).values_list(
+            "task_id", flat=True
+        )
+    )
+    return set(task_ids) - ours
+
+
+def let_go(task_id: str, me: str) -> None:
+    HostedSession.objects.filter(task_id=task_id, holder=me).update(holder="", holder_until=None)
+
+
+def session(task_id: str) -> HostedSession:
+    return HostedSession.objects.get(pk=task_id)
+
+
+def save(row: HostedSession, *fields: str) -> None:
+    row.save(update_fields=[*fields, "updated_at"])
+
+
+@dataclass
+class Snapshot:
+    """What a held session's loop decides from, read in one go."""
+
+    state: str
+    suspension: Suspension | None  # the current one (paused or parked), if any
+    wakeups: int
+    served: int
+    lease_owner: str
+    next_message: Message | None  # the first user message not yet handed to the agent
+    last_resumed: Suspension | None  # the newest suspension that ended by a resume
+
+
+def snapshot(task_id: str, consumed: int) -> Snapshot | None:
+    task = Task.objects.select_related("current_suspension").filter(pk=task_id).first()
+    if task is None:
+        return None
+    lease = RunLease.objects.filter(task_id=task_id).values("wakeups", "served", "owner").first()
+    lease = lease or {"wakeups": 0, "served": 0, "owner": ""}
+    nxt = None
+    if task.state not in TERMINAL:
+        for m in Message.objects.filter(task_id=task_id, role="user", seq__gt=consumed).order_by(
+            "seq"
+        )[:20]:
+            if find_data_part(m.parts, RESPONSE_TYPE) is None and not _is_answer(task_id, m.seq):
+                nxt = m
+                break
+    last = (
+        Suspension.objects.filter(task_id=task_id, ending=Suspension.Ending.RESUMED)
+        .order_by("-id")
+        .first()
+    )
+    return Snapshot(
+        state=task.state,
+        suspension=task.current_suspension,
+        wakeups=lease["wakeups"],
+        served=lease["served"],
+        lease_owner=lease["owner"],
+        next_message=nxt,
+        last_resumed=last,
+    )
+
+
+def _is_answer(task_id: str, seq: int) -> bool:
+    """A user message that answered an input request (text answers carry no DataPart)."""
+    return TaskEvent.objects.filter(
+        task_id=task_id, kind=EventKind.INPUT_PROVIDED, data__messageSeq=seq
+    ).exists()
+
+
+def answer(task_id: str, request_id: str) -> dict[str, Any] | None:
+    """The validated answer to an input request: {values, decision, messageSeq}, or None."""
+    for data in (
+        TaskEvent.objects.filter(task_id=task_id, kind=EventKind.INPUT_PROVIDED)
+        .order_by("-id")
+        .values_list("data", flat=True)[:20]
+    ):
+        if data.get("requestId") == request_id:
+            return data
+    return None
+
+
+def task_state(task_id: str) -> str | None:
+    return Task.objects.filter(pk=task_id).values_list("state", flat=True).first()
+
+
+def start_turn(row: HostedSession, consumed: int | None) -> None:
+    """Mark a turn open (and the message it hands over as consumed) BEFORE sending it: if
+    this process dies after, the next holder knows not to send it again."""
+    with transaction.atomic():
+        if consumed is not None:
+            row.consumed = max(row.consumed, consumed)
+        row.turn_open = True
+        save(row, "consumed", "turn_open")
+
+
+def end_turn(row: HostedSession) -> None:
+    row.turn_open = False
+    save(row, "turn_open")
+
+
+def consume(row: HostedSession, seq: int) -> None:
+    row.consumed = max(row.consumed, seq)
+    save(row, "consumed")

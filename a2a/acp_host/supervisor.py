@@ -1,0 +1,94 @@
+"""The supervisor process (`manage.py run_acp_host`): holds the sessions of hosted ACP
+agents, one HostedRun (and one agent process) per open task.
+
+Several may run, on one machine or many: each session is held by exactly one, taken with
+a conditional update and kept by renewing it every third of LEASE_SECONDS. One that is
+killed stops renewing; after the lease another takes its sessions over (the agent is
+started again and the session taken up with `session/resume` or `session/load`; a turn
+that was cut off is noted, and its prompt is not sent again).
+
+It wakes on the workers' bell (a2a.runtime.doorbell: NOTIFY on PostgreSQL, local sockets
+on SQLite), which a2a.acp_host.hooks rings on every change of a hosted task, and polls
+every POLL_SECONDS as the fallback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+
+from a2a.acp_host import config, store
+from a2a.acp_host.session import HostedRun
+from a2a.runtime import doorbell
+from a2a.runtime.faults import describe, discard_connections, is_infrastructure
+from a2a.runtime.leases import WORKER_ID
+
+log = logging.getLogger(__name__)
+
+
+class Supervisor:
+    def __init__(self, me: str = WORKER_ID) -> None:
+        self.me = me
+        self.runs: dict[str, tuple[HostedRun, asyncio.Task]] = {}
+        self.stopping = asyncio.Event()
+
+    async def serve(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self.stopping.set)
+        bell = doorbell.Bell()
+        bell.start()
+        poll = float(config.setting("POLL_SECONDS"))
+        renew_every = store.lease_seconds() / 3
+        last_renew = loop.time()
+        log.info("ACP host %s: agents %s", self.me, ", ".join(config.agents()) or "none")
+        try:
+            while not self.stopping.is_set():
+                try:
+                    await self.tick()
+                    if loop.time() - last_renew >= renew_every:
+                        await self.renew()
+                        last_renew = loop.time()
+                except Exception as exc:  # one bad row must not stop every session
+                    if is_infrastructure(exc):
+                        log.warning("ACP host: database unavailable (%s)", describe(exc))
+                        await store.in_db(discard_connections)()
+                    else:
+                        log.exception("ACP host: a tick failed")
+                waiter = asyncio.ensure_future(asyncio.to_thread(bell.wait, poll))
+                stop = asyncio.ensure_future(self.stopping.wait())
+                await asyncio.wait({waiter, stop}, return_when=asyncio.FIRST_COMPLETED)
+                stop.cancel()
+        finally:
+            await self.stop_all()
+
+    async def tick(self) -> None:
+        for task_id in [t for t, (_, job) in self.runs.items() if job.done()]:
+            del self.runs[task_id]
+        for task_id, agent_id in await store.in_db(store.claim_sessions)(self.me, list(self.runs)):
+            agent = config.get(agent_id)
+            if agent is None:
+                continue
+            run = HostedRun(task_id, agent, self.me)
+            self.runs[task_id] = (run, asyncio.ensure_future(run.main()))
+            log.info("ACP host %s: holding the session of task %s (%s)", self.me, task_id, agent_id)
+        for run, _ in self.runs.values():
+            run.nudge.set()
+
+    async def renew(self) -> None:
+        lost = await store.in_db(store.renew)(self.me, list(self.runs))
+        for task_id in lost:
+            log.warning("ACP host %s: the session of task %s was taken over", self.me, task_id)
+            _, job = self.runs.pop(task_id)
+            job.cancel()
+
+    async def stop_all(self) -> None:
+        jobs = [job for _, job in self.runs.values()]
+        for job in jobs:
+            job.cancel()
+        if jobs:
+            await asyncio.gather(*jobs, return_exceptions=True)
+        self.runs.clear()
