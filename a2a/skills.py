@@ -13,13 +13,25 @@ from typing import Any
 
 Provider = Callable[[], list[dict[str, Any]]]
 PROVIDERS: list[Provider] = []
+# Providers whose tasks their own processes run (hosted ACP agents' supervisors): the
+# runtime's workers leave those tasks alone.
+RUN_ELSEWHERE: list[Provider] = []
 
 
-def register(provider: Provider) -> Provider:
-    """Add a provider of skill cards; registering the same one twice is a no-op."""
+def register(provider: Provider, *, runs_own_tasks: bool = False) -> Provider:
+    """Add a provider of skill cards; registering the same one twice is a no-op.
+    `runs_own_tasks`: its skills' tasks are run by the provider's own processes, not by
+    the agent runtime's workers."""
     if provider not in PROVIDERS:
         PROVIDERS.append(provider)
+    if runs_own_tasks and provider not in RUN_ELSEWHERE:
+        RUN_ELSEWHERE.append(provider)
     return provider
+
+
+def run_elsewhere() -> set[str]:
+    """The skills whose work is done outside the agent runtime (a2a.runtime)."""
+    return {s["id"] for p in RUN_ELSEWHERE for s in p()}
 
 
 def catalog() -> list[dict[str, Any]]:

@@ -5,8 +5,8 @@ class AcpHostConfig(AppConfig):
     """Hosted ACP agents: their skills, their sessions and the supervisor that runs them.
 
     It depends on `a2a.services` and the runtime's leases and listens to task events; the
-    task core never imports it (the runtime leaves tasks of skills it has no agent for
-    alone, so these are this app's)."""
+    task core never imports it. Its skills are registered as running their own tasks, so
+    the runtime's workers and scheduler leave those tasks to the supervisors."""
 
     name = "a2a.acp_host"
     label = "acp_host"
@@ -18,5 +18,5 @@ class AcpHostConfig(AppConfig):
         from a2a.acp_host import config, hooks
 
         config.check_all()  # a broken configuration fails at start, not at the first task
-        skills.register(config.skills)
+        skills.register(config.skills, runs_own_tasks=True)
         events.subscribe(hooks.on_task_event)

@@ -28,6 +28,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+HOSTED_TAG = "acp-hosted"  # on every hosted agent's skill card (the demo launcher offers them)
 SPEC_KEYS = {"type", "command", "args", "env", "description", "tags", "examples", "skill",
              "cwd", "turnSeconds", "name"}  # fmt: skip
 
@@ -51,8 +52,8 @@ class HostedAgent:
             "id": self.skill_id,
             "name": self.name,
             "description": self.description or f"The ACP agent {self.name}, hosted by Taskdeck.",
-            "tags": ["acp", *self.tags],
-            "examples": list(self.examples),
+            "tags": [HOSTED_TAG, *self.tags],
+            "examples": list(self.examples) or ["Hello"],
         }
 
 

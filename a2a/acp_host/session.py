@@ -94,7 +94,6 @@ class HostedRun:
         self.last_heard = 0.0
         self.cancel_sent_at: float | None = None
         self.finished = False
-        self.stderr_tail: list[str] = []
 
     # ----- the loop -----------------------------------------------------------------
 
@@ -281,8 +280,25 @@ class HostedRun:
         path.mkdir(parents=True, exist_ok=True)
         return str(path.resolve())
 
+    def stderr_path(self) -> Path:
+        """The agent's stderr, kept beside (not in) its working directory. The SDK would
+        leave it a pipe nobody reads: an agent that logs a lot would block on it."""
+        path = Path(config.setting("SESSIONS_DIR")) / f"{self.task_id}.stderr.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def stderr_tail(self, size: int = 600) -> str:
+        try:
+            with self.stderr_path().open("rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - size))
+                return f.read().decode("utf-8", "replace").strip()
+        except OSError:
+            return ""
+
     async def start_process(self) -> None:
         env = {**_base_env(), **self.agent.env}
+        stderr = self.stack.enter_context(self.stderr_path().open("ab"))
         self.conn, self.process = await self.stack.enter_async_context(
             spawn_agent_process(
                 self.client_for,
@@ -290,6 +306,7 @@ class HostedRun:
                 *self.agent.args,
                 env=env,
                 cwd=self.cwd(),
+                transport_kwargs={"stderr": stderr},
                 use_unstable_protocol=True,
             )
         )
@@ -335,7 +352,13 @@ class HostedRun:
         """The agent's process is gone. During a turn the task fails (the turn's work is
         lost and its prompt is never sent twice); between turns the next turn starts it
         again (taking the session up with session/resume or session/load)."""
-        code = self.process.returncode if self.process is not None else None
+        proc = self.process
+        broke = proc is not None and proc.returncode is None  # the connection, not the process
+        if broke:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+        code = proc.returncode if proc is not None else None
         in_turn = self.turn is not None or self.row.turn_open
         if self.turn is not None and not self.turn.done():
             self.turn.cancel()
@@ -346,7 +369,14 @@ class HostedRun:
         if self.permission is not None:
             self.permission = None
         detail = f"the agent's process exited with code {code}"
-        await self.note("exited", detail + (" during a turn" if in_turn else ""))
+        if broke:
+            detail = (
+                "the connection to the agent broke (it wrote something that is not a JSON-RPC "
+                "message, or closed its output), so its process was stopped"
+            )
+        tail = self.stderr_tail()
+        said = f"; its last words on stderr: {tail}" if tail else ""
+        await self.note("exited", detail + (" during a turn" if in_turn else "") + said)
         if in_turn:
             await store.in_db(store.end_turn)(self.row)
             with contextlib.suppress(TaskError):
@@ -404,7 +434,10 @@ class HostedRun:
         try:
             done, _ = await asyncio.wait({waiter, exit_watch}, return_when=asyncio.FIRST_COMPLETED)
             if waiter in done:
-                result = waiter.result()
+                try:
+                    result = waiter.result()
+                except ConnectionError:  # the SDK closed the connection: EOF or bad input
+                    raise AgentGone() from None
                 return getattr(result, "stop_reason", result)
             raise AgentGone()
         finally:

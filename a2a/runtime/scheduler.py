@@ -19,9 +19,9 @@ from django.utils import timezone
 from django_tasks import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 
-from a2a import services
+from a2a import services, skills
 from a2a.models import Suspension
-from a2a.runtime import beats, leases, registry
+from a2a.runtime import beats, leases
 from a2a.runtime.faults import discard_connections, is_infrastructure
 from a2a.runtime.models import RunLease, WorkerBeat
 from a2a.runtime.wakeups import enqueue
@@ -60,7 +60,8 @@ def recover_runs(*, trust_beats: bool = False) -> int:
     lost = Q(owner="", enqueued_at__lt=now - requeue_after) & ~Q(wakeups=F("served"))
     task_ids = list(
         RunLease.objects.filter(stale | lost)
-        .filter(task__state__in=leases.RUNNABLE, task__skill__in=list(registry.agents()))
+        .filter(task__state__in=leases.RUNNABLE)
+        .exclude(task__skill__in=skills.run_elsewhere())
         .values_list("task_id", flat=True)[:200]
     )
     queued = 0

@@ -18,16 +18,17 @@ from django_tasks import TaskResultStatus
 from django_tasks_db.backend import DatabaseBackend
 from django_tasks_db.models import DBTaskResult, get_date_max
 
+from a2a import skills
 from a2a.event_kinds import EventKind, is_user_message
 from a2a.lifecycle import State
 from a2a.models import TaskEvent
-from a2a.runtime import doorbell, inline, registry
+from a2a.runtime import doorbell, inline
 from a2a.runtime.models import RunLease
 
 
 def on_task_event(event: TaskEvent) -> None:
-    if registry.get(event.task.skill) is None:
-        return  # not an agent of this runtime's (a hosted ACP agent's: a2a.acp_host)
+    if event.task.skill in skills.run_elsewhere():
+        return  # run by its provider's own processes (a hosted ACP agent's: a2a.acp_host)
     if event.kind != EventKind.RESUMED and not is_user_message(event.kind, event.data):
         return  # the agent's own output wakes nobody
     if event.to_state not in (State.SUBMITTED, State.WORKING):

@@ -19,10 +19,13 @@ from dashboard import actions, forms, timeline
 from dashboard.pages import answer_card
 from dashboard.pages.access import operator_only
 
+LAUNCHABLE = ("demo", "acp-hosted")  # the demo agents, and hosted ACP agents (a2a/acp_host)
+
 
 def demo_skills() -> list[dict[str, Any]]:
-    """The demo agents (skills tagged "demo"): what the launcher offers."""
-    return [s for s in skills.catalog() if "demo" in (s.get("tags") or [])]
+    """What the launcher offers: the demo agents and the hosted ACP agents (skills tagged
+    "demo" or "acp-hosted")."""
+    return [s for s in skills.catalog() if set(LAUNCHABLE) & set(s.get("tags") or [])]
 
 
 PRESETS: dict[str, dict[str, Any]] = {
