@@ -51,6 +51,7 @@ class Recorder:
         self.queue: list[Any] = []
         self.held: list[Callable[[], Any]] = []  # writes refused for now, in order
         self.text: list[str] = []
+        self.text_since = 0.0  # loop time of the oldest gathered chunk
         self.lock = asyncio.Lock()
         self.muted = False  # a session/load replay: history already recorded
         self.turn_bytes = 0
@@ -123,8 +124,17 @@ class Recorder:
             )
             await self.run.cancel_turn("")
             return
+        if not self.text:
+            self.text_since = asyncio.get_running_loop().time()
         self.text.append(text)
         if sum(len(t) for t in self.text) >= checks.MAX_TEXT:
+            await self.flush_text()
+
+    async def flush_if_older(self, seconds: float) -> None:
+        """During a long turn, what the agent said is written every `seconds` at the latest:
+        operators watch it happen instead of waiting for the turn's end."""
+        if self.text and asyncio.get_running_loop().time() - self.text_since >= seconds:
+            await self.drain()
             await self.flush_text()
 
     async def flush_text(self) -> None:

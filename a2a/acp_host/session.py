@@ -54,6 +54,7 @@ CLIENT_CAPABILITIES = {
     "terminal": False,
     "_meta": {"taskdeck/suspend": {"supportsAwaitResumption": True}},
 }
+TEXT_FLUSH_SECONDS = 1.0  # during a turn, gathered text is written at least this often
 STOP_GRACE_SECONDS = 5.0  # after session/cancel of a stalled turn, before the process is killed
 
 
@@ -186,6 +187,7 @@ class HostedRun:
     async def watch_turn(self) -> None:
         assert self.turn is not None
         if not self.turn.done():
+            await self.recorder.flush_if_older(TEXT_FLUSH_SECONDS)
             await self.check_stalled()
             return
         turn, self.turn = self.turn, None

@@ -1,0 +1,441 @@
+"""Hosted ACP agents (a2a/acp_host): real agents in real processes, held by a real
+supervisor (`manage.py run_acp_host`), on the suite's database (SQLite, or PostgreSQL +
+Redis in the PostgreSQL run).
+
+Peers: tests/runtime/peers/rfc_agent.py, written with the official Python SDK, implements
+the seed's suspend RFC (supportsSuspend, supportsAwaitResumption, session/load and
+session/resume); @agentclientprotocol/sdk@1.9.0's example agent (npm, `make acp-peers`)
+is a standard agent with tool calls and permission requests.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.utils import timezone
+
+from a2a import services
+from a2a.acp_host import config
+from a2a.acp_host.models import HostedSession
+from a2a.conditions import parse_conditions
+from a2a.event_kinds import EventKind
+from a2a.formats import text_of
+from a2a.input_requests import RESPONSE_TYPE
+from a2a.lifecycle import TERMINAL, State
+from a2a.models import Message, Suspension, Task, TaskEvent
+from a2a.runtime.models import RunLease
+from a2a.runtime.settle import settled
+from tests.conftest import CLIENT, user_message
+from tests.runtime.conftest import Processes, wait_for, wait_state
+
+ROOT = Path(__file__).resolve().parents[2]
+RFC_AGENT = ROOT / "tests" / "runtime" / "peers" / "rfc_agent.py"
+EXAMPLE_AGENT = (
+    ROOT / ".acp-peers" / "node_modules" / "@agentclientprotocol" / "sdk" / "dist" / "examples"
+    / "agent.js"
+)  # fmt: skip
+OPERATOR = services.Actor("user", "operator")
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@dataclass
+class Host:
+    procs: Processes
+    state_dir: Path
+    supervisors: list
+
+    def start_supervisor(self):
+        proc = self.procs._spawn("acp-host", "run_acp_host")
+        self.supervisors.append(proc)
+        return proc
+
+    def prompts(self) -> list[str]:
+        log = self.state_dir / "prompts.log"
+        return log.read_text().splitlines() if log.exists() else []
+
+
+@pytest.fixture(scope="module")
+def host(runtime: Processes, tmp_path_factory) -> Iterator[Host]:
+    tmp = tmp_path_factory.mktemp("acp-host")
+    state_dir = tmp / "rfc-state"
+    state_dir.mkdir()
+    agents = {
+        "RFC agent": {
+            "command": sys.executable,
+            "args": [str(RFC_AGENT)],
+            "env": {"RFC_AGENT_STATE_DIR": str(state_dir)},
+            "skill": "rfc-agent",
+            "description": "The suspend RFC's test agent",
+        },
+        "Example agent": {
+            "command": "node",
+            "args": [str(EXAMPLE_AGENT)],
+            "skill": "acp-example",
+        },
+    }
+    path = tmp / "agents.json"
+    path.write_text(json.dumps({"agent_servers": agents}))
+    cfg = settings.TASKDECK["ACP_HOST"]
+    before = cfg["AGENTS_FILE"]
+    cfg["AGENTS_FILE"] = str(path)
+    config.agents.cache_clear()
+    runtime.env.update(
+        TASKDECK_ACP_AGENTS=str(path),
+        TASKDECK_ACP_LEASE_SECONDS="2",
+        TASKDECK_ACP_TURN_SECONDS="30",
+        TASKDECK_ACP_MAX_TURN_BYTES="200000",
+    )
+    # every process of a deployment reads the same configuration: the scheduler must know
+    # these skills are the supervisors' (it would queue their runs for a worker otherwise)
+    runtime.kill(runtime.scheduler, signal.SIGTERM)
+    runtime.start_scheduler()
+    h = Host(procs=runtime, state_dir=state_dir, supervisors=[])
+    h.start_supervisor()
+    try:
+        yield h
+    finally:
+        for proc in h.supervisors:
+            proc.terminate()
+        for proc in h.supervisors:
+            proc.wait(timeout=20)
+        for key in ("TASKDECK_ACP_AGENTS", "TASKDECK_ACP_LEASE_SECONDS",
+                    "TASKDECK_ACP_TURN_SECONDS", "TASKDECK_ACP_MAX_TURN_BYTES"):  # fmt: skip
+            runtime.env.pop(key, None)
+        runtime.kill(runtime.scheduler, signal.SIGTERM)
+        runtime.start_scheduler()
+        cfg["AGENTS_FILE"] = before
+        config.agents.cache_clear()
+
+
+@pytest.fixture
+def hosted(host: Host) -> Iterator:
+    """hosted("rfc-agent", "echo hi") -> a new task of that hosted agent. Teardown cancels
+    what is still open and waits until its supervisor let it go."""
+    made: list[str] = []
+
+    def make(skill: str, text: str) -> Task:
+        task = services.create_task(
+            user_message(text), actor=CLIENT, skill=skill, metadata={"skill": skill}
+        )
+        made.append(task.id)
+        return task
+
+    yield make
+    for task_id in made:
+        if Task.objects.filter(pk=task_id).exclude(state__in=list(TERMINAL)).exists():
+            services.cancel_task(task_id, actor=CLIENT, reason="test teardown")
+    for task_id in made:
+        wait_for(
+            lambda t=task_id: (
+                not HostedSession.objects.filter(task_id=t).exclude(holder="").exists()
+            ),
+            20,
+            "the supervisor to let the session go",
+        )
+
+
+def agent_texts(task_id: str) -> list[str]:
+    return [
+        text_of(m.parts)
+        for m in Message.objects.filter(task_id=task_id, role="agent").order_by("seq")
+    ]
+
+
+def wait_text(task_id: str, text: str, timeout: float = 30) -> list[str]:
+    return wait_for(
+        lambda: (t := agent_texts(task_id)) and any(text in x for x in t) and t,
+        timeout,
+        f"the agent to say {text!r} (said {agent_texts(task_id)})",
+    )
+
+
+def kinds(task_id: str) -> list[str]:
+    return list(
+        TaskEvent.objects.filter(task_id=task_id).order_by("id").values_list("kind", flat=True)
+    )
+
+
+def say(task_id: str, text: str) -> None:
+    services.add_message(task_id, user_message(text), actor=CLIENT)
+
+
+def turn_over(task_id: str) -> bool:
+    return settled(task_id) and not HostedSession.objects.get(task_id=task_id).turn_open
+
+
+# ----- a turn, recorded -------------------------------------------------------------------
+
+
+def test_a_prompt_is_one_turn_and_its_answer_an_agent_message(hosted, host):
+    task = hosted("rfc-agent", "echo hello from Taskdeck")
+    assert wait_text(task.id, "hello from Taskdeck") == ["hello from Taskdeck"]
+    wait_for(lambda: turn_over(task.id), 20, "the turn to end")
+    assert Task.objects.get(pk=task.id).state == State.WORKING  # a session waits for more
+    row = HostedSession.objects.get(task_id=task.id)
+    assert row.session_id and row.holder
+    lines = [line for line in host.prompts() if row.session_id in line]
+    assert len(lines) == 1 and lines[0].endswith("echo hello from Taskdeck")
+    # a second message is the session's second prompt, in the same ACP session
+    say(task.id, "echo and again")
+    wait_text(task.id, "and again")
+    assert len([line for line in host.prompts() if row.session_id in line]) == 2
+
+
+def test_tool_calls_plan_and_resources_are_recorded_in_order(hosted):
+    task = hosted("rfc-agent", "tools")
+    wait_text(task.id, "tools done")
+    events = list(TaskEvent.objects.filter(task_id=task.id).order_by("id"))
+    tools = [e.data for e in events if e.kind == EventKind.TOOL_CALL]
+    assert [t["status"] for t in tools] == ["pending", "in_progress", "completed"]
+    assert tools[0]["title"] == "Read README" and tools[0]["kind"] == "read"
+    assert tools[2]["content"] == "42 lines"
+    assert Task.objects.get(pk=task.id).progress == {"done": 1, "total": 2}
+    artifact = Task.objects.get(pk=task.id).artifacts.get()
+    assert artifact.name == "report.txt" and artifact.parts == [
+        {"kind": "text", "text": "report body"}
+    ]
+    output = (EventKind.TOOL_CALL, EventKind.ARTIFACT_ADDED, EventKind.MESSAGE_ADDED,
+              EventKind.PROGRESS)  # fmt: skip
+    order = [e.kind for e in events if e.kind in output]
+    assert order.index(EventKind.ARTIFACT_ADDED) > order.index(EventKind.PROGRESS)
+    assert order[-1] == EventKind.MESSAGE_ADDED  # "tools done" came last
+
+
+# ----- permission requests ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("decision", "option"), [("approve", "allow"), ("reject", "reject")])
+def test_a_permission_request_is_answered_from_the_inbox(hosted, decision, option):
+    task = hosted("rfc-agent", "ask")
+    wait_state(task.id, State.INPUT_REQUIRED)
+    request = Task.objects.get(pk=task.id).input_request
+    assert request["title"] == "Allow: Delete build/"
+    assert request["fields"][0]["type"] == "approval"
+    # a bad answer is refused and the agent keeps waiting
+    with pytest.raises(Exception, match="decision"):
+        services.provide_input(task.id, _answer(request, {"decision": "maybe"}), actor=OPERATOR)
+    assert Task.objects.get(pk=task.id).state == State.INPUT_REQUIRED
+    services.provide_input(task.id, _answer(request, {"decision": decision}), actor=OPERATOR)
+    wait_text(task.id, f"permission: {option}")
+    wait_for(lambda: turn_over(task.id), 20, "the turn to end")
+
+
+def _answer(request: dict, values: dict) -> services.IncomingMessage:
+    data = {"type": RESPONSE_TYPE, "requestId": request["requestId"], "values": values}
+    return services.IncomingMessage(
+        message_id=str(uuid.uuid4()), parts=[{"kind": "data", "data": data}]
+    )
+
+
+def test_cancel_while_the_agent_waits_for_permission_tells_it_cancelled(hosted):
+    task = hosted("rfc-agent", "ask")
+    wait_state(task.id, State.INPUT_REQUIRED)
+    services.cancel_task(task.id, actor=CLIENT, reason="not today")
+    wait_for(
+        lambda: not HostedSession.objects.filter(task_id=task.id).exclude(holder="").exists(),
+        20,
+        "the session to end",
+    )
+    assert Task.objects.get(pk=task.id).state == State.CANCELED
+
+
+# ----- pause and resume ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["interrupt_immediate", "finish_step", "wait_for_completion"])
+def test_a_pause_suspends_an_rfc_agent_in_its_mode_and_a_resume_carries_input(hosted, mode):
+    task = hosted("rfc-agent", "slow 25")
+    wait_text(task.id, "tick 1")
+    services.pause_task(task.id, actor=OPERATOR, reason="release freeze", mode=mode)
+    wait_for(
+        lambda: HostedSession.objects.get(task_id=task.id).agent_handle.startswith("rfc-"),
+        20, "the agent to answer session/suspend with its handle",
+    )  # fmt: skip
+    wait_for(lambda: turn_over(task.id), 20, "the turn to end")
+    before = "".join(agent_texts(task.id))
+    if mode == "wait_for_completion":  # the turn ran to its end, its output written
+        assert "tick 25" in before and "suspended wait_for_completion" in before
+    else:  # stopped at once or after its tick: what it said since is held until the resume
+        assert "tick 25" not in before and "suspended" not in before
+    services.resume_task(
+        task.id, actor=OPERATOR, resume_input={"note": "go on"}, continue_transcript=False
+    )
+    said = wait_text(task.id, 'resumed input={"note": "go on"} continueTranscript=false')
+    assert f"suspended {mode}" in "".join(said)
+    assert "tick 25" not in "".join(said) or mode == "wait_for_completion"
+
+
+def test_a_standard_agent_paused_with_interrupt_immediate_loses_its_turn_and_says_so(hosted):
+    task = hosted("acp-example", "Hello, agent")
+    wait_for(lambda: agent_texts(task.id), 30, "the example agent to begin")
+    services.pause_task(task.id, actor=OPERATOR, reason="stop", mode="interrupt_immediate")
+    wait_for(lambda: turn_over(task.id), 20, "the cancelled turn to end")
+    note = TaskEvent.objects.get(task_id=task.id, kind=EventKind.HOST_NOTE)
+    assert note.data["what"] == "cancelled_turn" and "work is lost" in note.data["detail"]
+    services.resume_task(task.id, actor=OPERATOR)
+    wait_state(task.id, State.WORKING)
+    assert not TaskEvent.objects.filter(task_id=task.id, kind=EventKind.INPUT_REQUESTED).exists()
+
+
+def test_a_standard_agent_paused_with_finish_step_holds_its_output_until_resumed(hosted):
+    task = hosted("acp-example", "Hello, agent")
+    wait_for(lambda: agent_texts(task.id), 30, "the example agent to begin")
+    services.pause_task(task.id, actor=OPERATOR, reason="hold", mode="finish_step")
+    first = agent_texts(task.id)
+    # its turn goes on (its tool call is on the timeline) but its words are held
+    wait_for(
+        lambda: TaskEvent.objects.filter(task_id=task.id, kind=EventKind.TOOL_CALL,
+                                         data__status="completed").exists(),
+        30, "the example's first tool call to complete",
+    )  # fmt: skip
+    assert agent_texts(task.id) == first
+    assert Task.objects.get(pk=task.id).state == State.PAUSED_BY_CLIENT
+    services.resume_task(task.id, actor=OPERATOR)
+    wait_text(task.id, "Now I understand the project structure")
+    wait_state(task.id, State.INPUT_REQUIRED)  # its permission request, asked after the resume
+
+
+# ----- the agent parks itself ---------------------------------------------------------------
+
+
+def _park(hosted, conditions: dict) -> Task:
+    task = hosted("rfc-agent", "park " + json.dumps(conditions))
+    wait_state(task.id, State.PAUSED_BY_AGENT)
+    s = Task.objects.get(pk=task.id).current_suspension
+    assert s.reason == "waiting as asked" and s.summary == "parked by rfc_agent"
+    assert s.conditions == parse_conditions(conditions).as_dict()
+    wait_for(lambda: turn_over(task.id), 20, "the parking turn to end")
+    assert agent_texts(task.id) == []  # a parked task takes no output: held until woken
+    return task
+
+
+def _woken(task: Task) -> list[str]:
+    """What the agent said once woken: its held "parked <Taskdeck's handle>", then what it
+    said on hearing session/resume."""
+    said = wait_text(task.id, "resumed input=")
+    handle = Suspension.objects.get(task_id=task.id).handle
+    assert said[0] == f"parked {handle}"
+    return said
+
+
+def test_self_park_is_woken_by_an_event(hosted):
+    task = _park(hosted, {"onEvent": "ci.done"})
+    services.emit_event("ci.done", {"ok": True}, actor=OPERATOR)
+    wait_state(task.id, State.WORKING)
+    # the event is the resume's input (as for tasks/await_resumption)
+    said = _woken(task)[-1]
+    assert said == 'resumed input={"event": "ci.done", "payload": {"ok": true}} ' + (
+        "continueTranscript=true"
+    )
+    s = Suspension.objects.filter(task_id=task.id).get()
+    assert s.cause == Suspension.Cause.EXTERNAL_EVENT
+
+
+def test_self_park_is_woken_by_a_trigger(hosted):
+    task = _park(hosted, {"trigger": {"event": "deploy", "match": {"env": "prod"}}})
+    services.emit_event("deploy", {"env": "staging"}, actor=OPERATOR)
+    services.emit_event("deploy", {"env": "prod"}, actor=OPERATOR)
+    _woken(task)
+    assert Suspension.objects.get(task_id=task.id).cause == Suspension.Cause.CONDITION_FIRED
+
+
+def test_self_park_is_woken_by_its_timeout_with_its_input(hosted, host):
+    task = _park(hosted, {"timeout": {"durationMinutes": 5, "onTimeout": "resume_with_input",
+                                      "input": {"waited": True}}})  # fmt: skip
+    # five minutes pass (the scheduler fires what is due)
+    Suspension.objects.filter(task_id=task.id).update(
+        deadline=timezone.now() - timedelta(seconds=1)
+    )
+    assert _woken(task)[-1] == 'resumed input={"waited": true} continueTranscript=true'
+    assert Suspension.objects.get(task_id=task.id).cause == Suspension.Cause.TIMEOUT
+
+
+def test_a_park_with_bad_conditions_is_refused_and_changes_nothing(hosted):
+    task = hosted("rfc-agent", 'park {"timeout": {"durationMinutes": -1}}')
+    said = wait_text(task.id, "park refused")
+    assert "-32602" in said[-1] and "durationMinutes" in said[-1]
+    assert Task.objects.get(pk=task.id).state == State.WORKING
+    assert not Suspension.objects.filter(task_id=task.id).exists()
+
+
+# ----- faults -------------------------------------------------------------------------------
+
+
+def test_an_agent_that_crashes_mid_turn_fails_the_task_and_says_why(hosted):
+    task = hosted("rfc-agent", "crash")
+    wait_state(task.id, State.FAILED)
+    t = Task.objects.get(pk=task.id)
+    assert "exited with code 3 during a turn" in text_of(t.status_message.parts) or any(
+        "exited with code 3" in (e.reason or "") for e in TaskEvent.objects.filter(task_id=task.id)
+    )
+    assert "about to crash" in agent_texts(task.id)  # what it said before is kept
+    notes = TaskEvent.objects.filter(task_id=task.id, kind=EventKind.HOST_NOTE)
+    assert notes.filter(data__what="exited").exists()
+
+
+def test_a_flooding_agent_is_cut_off_at_the_turn_limit(hosted):
+    task = hosted("rfc-agent", "flood 400")  # 400 kB, the limit is 200 kB here
+    wait_for(
+        lambda: TaskEvent.objects.filter(task_id=task.id, data__what="output_limit").exists(),
+        30, "the output limit",
+    )  # fmt: skip
+    wait_for(lambda: turn_over(task.id), 20, "the turn to end")
+    written = sum(len(t) for t in agent_texts(task.id))
+    assert written <= 200_000
+    say(task.id, "echo still here")  # the session goes on
+    wait_text(task.id, "still here")
+
+
+def test_garbage_on_the_agents_stdout_does_not_stop_the_session(hosted):
+    task = hosted("rfc-agent", "garbage")
+    wait_text(task.id, "after garbage")
+
+
+def test_a_killed_supervisor_is_replaced_and_no_prompt_is_sent_twice(hosted, host):
+    task = hosted("rfc-agent", "slow 200")
+    wait_text(task.id, "tick 1")
+    first = host.supervisors.pop(0)
+    row = HostedSession.objects.get(task_id=task.id)
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=20)
+    host.start_supervisor()
+    wait_for(
+        lambda: TaskEvent.objects.filter(task_id=task.id, data__what="takeover").exists(),
+        30, "another supervisor to take the session over",
+    )  # fmt: skip
+    notes = [
+        e.data["what"] for e in TaskEvent.objects.filter(task_id=task.id, kind=EventKind.HOST_NOTE)
+    ]
+    assert "turn_lost" in notes
+    say(task.id, "echo after the takeover")
+    wait_text(task.id, "after the takeover")
+    lines = [line for line in host.prompts() if row.session_id in line]
+    assert [line.split(" ", 2)[2] for line in lines] == ["slow 200", "echo after the takeover"]
+    assert HostedSession.objects.get(task_id=task.id).session_id == row.session_id
+
+
+# ----- a standard agent: @agentclientprotocol/sdk's example --------------------------------
+
+
+def test_the_sdk_example_agent_runs_as_a_skill_with_its_permission_answered(hosted):
+    """The npm SDK's own example, unchanged: tool calls, then a permission request."""
+    if not EXAMPLE_AGENT.exists():
+        pytest.fail("the npm example agent is missing: run `make acp-peers`")
+    task = hosted("acp-example", "Hello, agent")
+    wait_state(task.id, State.INPUT_REQUIRED, timeout=40)
+    request = Task.objects.get(pk=task.id).input_request
+    services.provide_input(task.id, _answer(request, {"decision": "approve"}), actor=OPERATOR)
+    wait_for(lambda: turn_over(task.id) and agent_texts(task.id), 40, "the example's turn to end")
+    assert TaskEvent.objects.filter(task_id=task.id, kind=EventKind.TOOL_CALL).exists()
+    assert Task.objects.get(pk=task.id).state == State.WORKING
+    assert RunLease.objects.get(task_id=task.id).owner == ""
