@@ -29,23 +29,26 @@ def _pick(options: list[Any], first: str, family: str) -> Any | None:
 
 
 def as_input_request(tool_call: Any, options: list[Any]) -> dict[str, Any]:
-    title = (getattr(tool_call, "title", None) or "").strip() or "The agent asks for permission"
-    title = f"Allow: {title}"[:200]
+    action = (getattr(tool_call, "title", None) or "").strip() or "a tool call"
+    title = f"Allow: {action}"[:200]
     allow = _pick(options, "allow_once", "allow")
     reject = _pick(options, "reject_once", "reject")
     if allow is not None and reject is not None:
-        fields = [{"name": "decision", "label": title, "type": "approval", "required": True}]
+        fields = [{"name": "decision", "label": "Decision", "type": "approval", "required": True}]
     else:
         names = [o.name for o in options]
-        fields = [{"name": "option", "label": title, "type": "enum", "options": names,
+        fields = [{"name": "option", "label": "Choose", "type": "enum", "options": names,
                    "required": True}]  # fmt: skip
     kind = getattr(tool_call, "kind", None)
-    description = f"Tool call {getattr(tool_call, 'tool_call_id', '')}" + (
-        f" ({kind})" if kind else ""
+    kind = f" ({kind.value if hasattr(kind, 'value') else kind})" if kind else ""
+    description = (
+        f"The agent asks before it runs tool call {getattr(tool_call, 'tool_call_id', '')}"
+        f"{kind}. Its options: " + ", ".join(f"{o.name}" for o in options) + "."
     )
     return {
         "type": REQUEST_TYPE,
         "title": title,
+        "explanation": f"May the agent go ahead with {action}?",
         "description": description,
         "fields": fields,
         "metadata": {"acp": {"permissionOptions": [_dump(o) for o in options]}},

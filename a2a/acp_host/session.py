@@ -147,6 +147,8 @@ class HostedRun:
             return  # not runnable after all, or a turn lease still held (a dead holder's)
         if snap.state == State.SUBMITTED:
             await store.in_db(services.start_task)(self.task_id, actor=self.actor)
+        elif snap.last_resumed is not None:  # ends "resumed, waiting for a worker" on the board
+            await store.in_db(services.note_pickup)(self.task_id, actor=self.actor)
         await self.ensure_session()
         last = snap.last_resumed
         if (
@@ -501,9 +503,10 @@ class HostedRun:
             self.permission_waiting = asyncio.get_running_loop().create_future()
             await self.permission_waiting
         request = as_input_request(tool_call, options)
+        explanation = request.pop("explanation")
         try:
             canonical = await store.in_db(services.request_input)(
-                self.task_id, actor=self.actor, explanation=request["title"], request=request
+                self.task_id, actor=self.actor, explanation=explanation, request=request
             )
         except (TaskError, ValidationFailed) as exc:
             log.warning("task %s: permission request not asked: %s", self.task_id, exc)

@@ -72,7 +72,10 @@ def renew(me: str, task_ids: list[str]) -> set[str]:
 
 
 def let_go(task_id: str, me: str) -> None:
+    """This supervisor stops holding the session (the task ended, or it is stopping): the
+    session and any turn lease it had are free for another."""
     HostedSession.objects.filter(task_id=task_id, holder=me).update(holder="", holder_until=None)
+    RunLease.objects.filter(task_id=task_id, owner=me).update(owner="", expires_at=None)
 
 
 def session(task_id: str) -> HostedSession:

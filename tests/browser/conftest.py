@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
+import sys
 
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
@@ -25,7 +27,9 @@ from a2a.errors import TaskError
 from a2a.lifecycle import TERMINAL, TransitionRefused
 from a2a.models import Task
 from tests.dashboard.conftest import make_user, operator, viewer  # noqa: F401
-from tests.runtime.conftest import runtime, start, wait_idle  # noqa: F401
+from tests.runtime import hosting
+from tests.runtime.conftest import DIE_WITH_US, runtime, start, wait_idle  # noqa: F401
+from tests.runtime.conftest import _env as runtime_env
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -53,6 +57,27 @@ def pytest_collection_modifyitems(config, items):
 # A time of day as the pages show it (HH:MM); one on another day than today — a deadline
 # after midnight, a pause just before it — carries its date (docs/dashboard.md)
 CLOCK = r"(\d{4}-\d\d-\d\d )?\d\d:\d\d"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def hosted_acp_agents(django_db_setup, tmp_path_factory) -> Iterator[Path]:
+    """Hosted ACP agents (tests/runtime/hosting.py) in every process of the browser lane,
+    as a deployment configures them: set before Daphne and the workers start (autouse and
+    session-scoped, it comes first), with a supervisor of its own. Returns the agents
+    file."""
+    path, _ = hosting.write_agents(tmp_path_factory.mktemp("acp-host"))
+    with hosting.configured(path, os.environ):
+        log = open(tmp_path_factory.mktemp("acp-host-log") / "supervisor.log", "w")  # noqa: SIM115
+        supervisor = subprocess.Popen(
+            [*DIE_WITH_US, sys.executable, str(hosting.ROOT / "manage.py"), "run_acp_host"],
+            cwd=hosting.ROOT, env=runtime_env(), stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        try:
+            yield path
+        finally:
+            supervisor.terminate()
+            supervisor.wait(timeout=20)
+            log.close()
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import signal
-import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,11 +19,9 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.utils import timezone
 
 from a2a import services
-from a2a.acp_host import config
 from a2a.acp_host.models import HostedSession
 from a2a.conditions import parse_conditions
 from a2a.event_kinds import EventKind
@@ -35,14 +32,9 @@ from a2a.models import Message, Suspension, Task, TaskEvent
 from a2a.runtime.models import RunLease
 from a2a.runtime.settle import settled
 from tests.conftest import CLIENT, user_message
+from tests.runtime import hosting
 from tests.runtime.conftest import Processes, wait_for, wait_state
 
-ROOT = Path(__file__).resolve().parents[2]
-RFC_AGENT = ROOT / "tests" / "runtime" / "peers" / "rfc_agent.py"
-EXAMPLE_AGENT = (
-    ROOT / ".acp-peers" / "node_modules" / "@agentclientprotocol" / "sdk" / "dist" / "examples"
-    / "agent.js"
-)  # fmt: skip
 OPERATOR = services.Actor("user", "operator")
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -66,55 +58,27 @@ class Host:
 
 @pytest.fixture(scope="module")
 def host(runtime: Processes, tmp_path_factory) -> Iterator[Host]:
-    tmp = tmp_path_factory.mktemp("acp-host")
-    state_dir = tmp / "rfc-state"
-    state_dir.mkdir()
-    agents = {
-        "RFC agent": {
-            "command": sys.executable,
-            "args": [str(RFC_AGENT)],
-            "env": {"RFC_AGENT_STATE_DIR": str(state_dir)},
-            "skill": "rfc-agent",
-            "description": "The suspend RFC's test agent",
-        },
-        "Example agent": {
-            "command": "node",
-            "args": [str(EXAMPLE_AGENT)],
-            "skill": "acp-example",
-        },
-    }
-    path = tmp / "agents.json"
-    path.write_text(json.dumps({"agent_servers": agents}))
-    cfg = settings.TASKDECK["ACP_HOST"]
-    before = cfg["AGENTS_FILE"]
-    cfg["AGENTS_FILE"] = str(path)
-    config.agents.cache_clear()
-    runtime.env.update(
-        TASKDECK_ACP_AGENTS=str(path),
-        TASKDECK_ACP_LEASE_SECONDS="2",
-        TASKDECK_ACP_TURN_SECONDS="30",
-        TASKDECK_ACP_MAX_TURN_BYTES="200000",
-    )
-    # every process of a deployment reads the same configuration: the scheduler must know
-    # these skills are the supervisors' (it would queue their runs for a worker otherwise)
-    runtime.kill(runtime.scheduler, signal.SIGTERM)
-    runtime.start_scheduler()
-    h = Host(procs=runtime, state_dir=state_dir, supervisors=[])
-    h.start_supervisor()
-    try:
-        yield h
-    finally:
-        for proc in h.supervisors:
-            proc.terminate()
-        for proc in h.supervisors:
-            proc.wait(timeout=20)
-        for key in ("TASKDECK_ACP_AGENTS", "TASKDECK_ACP_LEASE_SECONDS",
-                    "TASKDECK_ACP_TURN_SECONDS", "TASKDECK_ACP_MAX_TURN_BYTES"):  # fmt: skip
-            runtime.env.pop(key, None)
+    path, state_dir = hosting.write_agents(tmp_path_factory.mktemp("acp-host"))
+    fast = {"TASKDECK_ACP_LEASE_SECONDS": "2", "TASKDECK_ACP_MAX_TURN_BYTES": "200000"}
+    runtime.env.update(fast)
+    with hosting.configured(path, runtime.env):
+        # every process of a deployment reads the same configuration: the scheduler must
+        # know these skills are the supervisors' (it would queue their runs for a worker)
         runtime.kill(runtime.scheduler, signal.SIGTERM)
         runtime.start_scheduler()
-        cfg["AGENTS_FILE"] = before
-        config.agents.cache_clear()
+        h = Host(procs=runtime, state_dir=state_dir, supervisors=[])
+        h.start_supervisor()
+        try:
+            yield h
+        finally:
+            for proc in h.supervisors:
+                proc.terminate()
+            for proc in h.supervisors:
+                proc.wait(timeout=20)
+            for key in fast:
+                runtime.env.pop(key)
+            runtime.kill(runtime.scheduler, signal.SIGTERM)
+    runtime.start_scheduler()
 
 
 @pytest.fixture
@@ -429,7 +393,7 @@ def test_a_killed_supervisor_is_replaced_and_no_prompt_is_sent_twice(hosted, hos
 
 def test_the_sdk_example_agent_runs_as_a_skill_with_its_permission_answered(hosted):
     """The npm SDK's own example, unchanged: tool calls, then a permission request."""
-    if not EXAMPLE_AGENT.exists():
+    if not hosting.example_installed():
         pytest.fail("the npm example agent is missing: run `make acp-peers`")
     task = hosted("acp-example", "Hello, agent")
     wait_state(task.id, State.INPUT_REQUIRED, timeout=40)
