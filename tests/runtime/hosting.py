@@ -35,6 +35,13 @@ def write_agents(where: Path) -> tuple[Path, Path]:
             "skill": "rfc-agent",
             "description": "The suspend RFC's test agent",
         },
+        "Impatient RFC agent": {  # the same agent; a turn silent for 1 s is cut off
+            "command": sys.executable,
+            "args": [str(RFC_AGENT)],
+            "env": {"RFC_AGENT_STATE_DIR": str(state_dir)},
+            "skill": "rfc-impatient",
+            "turnSeconds": 1,
+        },
         "Example agent": {
             "command": "node",
             "args": [str(EXAMPLE_AGENT)],

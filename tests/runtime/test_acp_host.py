@@ -10,6 +10,7 @@ is a standard agent with tool calls and permission requests.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import uuid
@@ -30,7 +31,7 @@ from a2a.input_requests import RESPONSE_TYPE
 from a2a.lifecycle import TERMINAL, State
 from a2a.models import Message, Suspension, Task, TaskEvent
 from a2a.runtime.models import RunLease
-from a2a.runtime.settle import settled
+from a2a.runtime.settle import settled, until_settled
 from tests.conftest import CLIENT, user_message
 from tests.runtime import hosting
 from tests.runtime.conftest import Processes, wait_for, wait_state
@@ -403,3 +404,49 @@ def test_the_sdk_example_agent_runs_as_a_skill_with_its_permission_answered(host
     assert TaskEvent.objects.filter(task_id=task.id, kind=EventKind.TOOL_CALL).exists()
     assert Task.objects.get(pk=task.id).state == State.WORKING
     assert RunLease.objects.get(task_id=task.id).owner == ""
+
+
+# ----- what the host refuses, waits for, and shares ---------------------------------------
+
+
+def test_a_request_for_the_file_system_is_refused_with_a_reason(hosted):
+    task = hosted("rfc-agent", "read /etc/passwd")
+    said = wait_text(task.id, "read refused")
+    assert said[-1].startswith("read refused: -32601 Taskdeck gives hosted agents no file system")
+    note = TaskEvent.objects.get(task_id=task.id, kind=EventKind.HOST_NOTE)
+    assert note.data["what"] == "refused" and "fs/read_text_file" in note.data["detail"]
+
+
+def test_a_turn_silent_past_its_limit_is_cancelled_and_the_session_goes_on(hosted):
+    task = hosted("rfc-impatient", "hang")
+    wait_for(
+        lambda: TaskEvent.objects.filter(task_id=task.id, data__what="stalled").exists(),
+        20, "the silent turn to be cut off",
+    )  # fmt: skip
+    wait_for(lambda: turn_over(task.id), 20, "the cancelled turn to end")
+    assert Task.objects.get(pk=task.id).state == State.WORKING
+    say(task.id, "echo awake")
+    wait_text(task.id, "awake")
+
+
+def test_a_blocking_send_returns_when_the_agents_turn_ends(hosted):
+    task = hosted("rfc-agent", "slow 5")
+    assert asyncio.run(until_settled(task.id, 30)) is True
+    said = "".join(agent_texts(task.id))  # written before the turn let the task go
+    assert "tick 5" in said
+    assert not HostedSession.objects.get(task_id=task.id).turn_open
+
+
+def test_two_supervisors_hold_each_session_once(hosted, host):
+    second = host.start_supervisor()
+    tasks = [hosted("rfc-agent", f"echo number {i}") for i in range(6)]
+    for i, task in enumerate(tasks):
+        assert wait_text(task.id, f"number {i}") == [f"number {i}"]  # said once, not twice
+    holders = set(HostedSession.objects.filter(task__in=tasks).values_list("holder", flat=True))
+    assert "" not in holders and len(holders) <= 2
+    sessions = HostedSession.objects.filter(task__in=tasks).values_list("session_id", flat=True)
+    for session_id in sessions:
+        assert len([line for line in host.prompts() if session_id in line]) == 1
+    second.terminate()
+    second.wait(timeout=20)
+    host.supervisors.remove(second)

@@ -11,8 +11,8 @@ to prove that no prompt is sent twice.
 It declares loadSession, stable session/resume, and the seed's supportsSuspend,
 supportsAwaitResumption and resumeCauses (in `_meta["taskdeck/suspend"]` and at the root of
 agentCapabilities, as the seed writes them). A prompt's first word picks what it does:
-echo <text> · tools · ask · slow <n> · park <json conditions> · crash · hang · garbage ·
-flood <n>. See each `cmd_*`.
+echo <text> · tools · ask · slow <n> · park <json conditions> · read <path> · crash · hang ·
+garbage · flood <n>. See each `cmd_*`.
 """
 
 from __future__ import annotations
@@ -251,6 +251,18 @@ class RfcAgent:
             await self.send(s, text(f"park refused: {exc.code} {exc} {json.dumps(exc.data)}"))
             return "end_turn"
         await self.send(s, text(f"parked {answer.get('handle')}"))
+        return "end_turn"
+
+    async def cmd_read(self, s: Session, rest: str) -> str:
+        """Ask the client for a file (fs/read_text_file), whatever it declared."""
+        try:
+            answer = await self.conn._conn.send_request(
+                "fs/read_text_file", {"sessionId": s.id, "path": rest or "/etc/hostname"}
+            )
+        except RequestError as exc:
+            await self.send(s, text(f"read refused: {exc.code} {exc}"))
+            return "end_turn"
+        await self.send(s, text(f"read: {answer}"))
         return "end_turn"
 
     async def cmd_crash(self, s: Session, rest: str) -> str:

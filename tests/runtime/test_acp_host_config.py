@@ -1,0 +1,75 @@
+"""Hosted agents' configuration (a2a/acp_host/config.py): the editors' shape is read as
+editors write it, and every mistake stops Taskdeck with a message naming the agent and
+the field."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+from django.test import override_settings
+
+from a2a.acp_host import config
+
+
+def test_an_editors_entry_becomes_a_skill():
+    agent = config.parse(
+        "Claude Code",
+        {
+            "type": "custom",
+            "command": "npx",
+            "args": ["-y", "@zed-industries/claude-code-acp"],
+            "env": [{"name": "ANTHROPIC_API_KEY", "value": "k"}],
+        },
+    )
+    assert agent.skill_id == "claude-code" and agent.args == (
+        "-y",
+        "@zed-industries/claude-code-acp",
+    )
+    assert agent.env == {"ANTHROPIC_API_KEY": "k"}  # Zed's list form of env
+    card = agent.card()
+    assert card["id"] == "claude-code" and card["name"] == "Claude Code"
+    assert config.HOSTED_TAG in card["tags"] and card["examples"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({}, "`command` must be a non-empty string"),
+        ({"command": "x", "argz": []}, "unknown field(s) argz"),
+        ({"command": "x", "args": "--acp"}, "`args` must be a list of strings"),
+        ({"command": "x", "env": {"A": 1}}, "`env` must map names to strings"),
+        ({"command": "x", "cwd": "work"}, "`cwd` must be an absolute path"),
+        ({"command": "x", "skill": "Not OK"}, "`skill` must be"),
+        ({"command": "x", "turnSeconds": -1}, "`turnSeconds` must be a number"),
+        ("npx agent", "must be an object with a command"),
+    ],
+)
+def test_a_mistake_names_the_agent_and_the_field(spec, message):
+    with pytest.raises(ImproperlyConfigured, match="'Agent'") as caught:
+        config.parse("Agent", spec)
+    assert message in str(caught.value)
+
+
+def test_a_file_two_agents_with_one_skill_and_a_broken_file_are_refused(tmp_path):
+    good = tmp_path / "agents.json"
+    good.write_text(json.dumps({"agent_servers": {"A": {"command": "a"}, "B": {"command": "b"}}}))
+    twice = tmp_path / "twice.json"
+    twice.write_text(
+        json.dumps({"A": {"command": "a", "skill": "s"}, "B": {"command": "b", "skill": "s"}})
+    )
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    try:
+        with override_settings(TASKDECK={"ACP_HOST": {"AGENTS_FILE": str(good)}}):
+            config.agents.cache_clear()
+            assert sorted(config.agents()) == ["a", "b"]
+        for path, message in ((twice, "two hosted ACP agents have the skill 's'"),
+                              (broken, "TASKDECK_ACP_AGENTS=")):  # fmt: skip
+            with override_settings(TASKDECK={"ACP_HOST": {"AGENTS_FILE": str(path)}}):
+                config.agents.cache_clear()
+                with pytest.raises(ImproperlyConfigured, match=message):
+                    config.agents()
+    finally:
+        config.agents.cache_clear()
