@@ -54,8 +54,10 @@ CLIENT_CAPABILITIES = {
     "terminal": False,
     "_meta": {"taskdeck/suspend": {"supportsAwaitResumption": True}},
 }
+IDLE_SECONDS = 5.0  # an idle session re-reads its task this often without a ring
 TEXT_FLUSH_SECONDS = 1.0  # during a turn, gathered text is written at least this often
 STOP_GRACE_SECONDS = 5.0  # after session/cancel of a stalled turn, before the process is killed
+EXIT_GRACE_SECONDS = 2.0  # a closed connection, before its process counts as alive
 
 
 def suspend_caps(capabilities: dict[str, Any]) -> dict[str, Any]:
@@ -106,8 +108,13 @@ class HostedRun:
                 await self.step()
                 if self.finished:
                     break
+                # during a turn the task is watched for pauses and cancels every poll; an
+                # idle session waits for the bell (the supervisor nudges it), re-reading
+                # now and then in case a ring was lost
+                busy = self.turn is not None or self.recorder.held
+                wait = config.setting("POLL_SECONDS") if busy else IDLE_SECONDS
                 with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self.nudge.wait(), config.setting("POLL_SECONDS"))
+                    await asyncio.wait_for(self.nudge.wait(), wait)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -218,6 +225,9 @@ class HostedRun:
 
     async def check_stalled(self) -> None:
         loop = asyncio.get_running_loop()
+        if self.permission is not None or self.permission_waiting is not None:
+            self.last_heard = loop.time()  # waiting for a person is not the agent stalling
+            return
         limit = self.agent.turn_seconds or float(config.setting("TURN_SECONDS"))
         if self.cancel_sent_at is None and loop.time() - self.last_heard > limit:
             await self.note("stalled", f"nothing from the agent for {limit:g} s: cancelling")
@@ -357,11 +367,18 @@ class HostedRun:
         lost and its prompt is never sent twice); between turns the next turn starts it
         again (taking the session up with session/resume or session/load)."""
         proc = self.process
-        broke = proc is not None and proc.returncode is None  # the connection, not the process
-        if broke:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            await proc.wait()
+        broke = False
+        if proc is not None and proc.returncode is None:
+            # the connection ended first (EOF reaches us before the exit status does):
+            # a process that is exiting says so within moments; one that is not broke
+            # the connection (it wrote something that is not JSON-RPC) and is stopped
+            try:
+                await asyncio.wait_for(asyncio.shield(proc.wait()), EXIT_GRACE_SECONDS)
+            except TimeoutError:
+                broke = True
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                await proc.wait()
         code = proc.returncode if proc is not None else None
         in_turn = self.turn is not None or self.row.turn_open
         if self.turn is not None and not self.turn.done():

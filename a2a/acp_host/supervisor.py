@@ -44,11 +44,12 @@ class Supervisor:
         poll = float(config.setting("POLL_SECONDS"))
         renew_every = store.lease_seconds() / 3
         last_renew = loop.time()
+        rung = True
         log.info("ACP host %s: agents %s", self.me, ", ".join(config.agents()) or "none")
         try:
             while not self.stopping.is_set():
                 try:
-                    await self.tick()
+                    await self.tick(rung)
                     if loop.time() - last_renew >= renew_every:
                         await self.renew()
                         last_renew = loop.time()
@@ -62,10 +63,14 @@ class Supervisor:
                 stop = asyncio.ensure_future(self.stopping.wait())
                 await asyncio.wait({waiter, stop}, return_when=asyncio.FIRST_COMPLETED)
                 stop.cancel()
+                rung = waiter.done() and bool(waiter.result())
         finally:
             await self.stop_all()
 
-    async def tick(self) -> None:
+    async def tick(self, rung: bool) -> None:
+        """Take free sessions (one query when there are none); tell the held ones of a
+        ring (something changed: each re-reads its task). Without a ring, a session in a
+        turn watches its task on its own poll and an idle one re-reads it now and then."""
         for task_id in [t for t, (_, job) in self.runs.items() if job.done()]:
             del self.runs[task_id]
         for task_id, agent_id in await store.in_db(store.claim_sessions)(self.me, list(self.runs)):
@@ -75,8 +80,9 @@ class Supervisor:
             run = HostedRun(task_id, agent, self.me)
             self.runs[task_id] = (run, asyncio.ensure_future(run.main()))
             log.info("ACP host %s: holding the session of task %s (%s)", self.me, task_id, agent_id)
-        for run, _ in self.runs.values():
-            run.nudge.set()
+        if rung:
+            for run, _ in self.runs.values():
+                run.nudge.set()
 
     async def renew(self) -> None:
         lost = await store.in_db(store.renew)(self.me, list(self.runs))

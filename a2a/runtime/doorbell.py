@@ -123,9 +123,10 @@ class Bell:
                 heapq.heappush(self.due, due)
             self.cond.notify_all()
 
-    def wait(self, seconds: float) -> None:
+    def wait(self, seconds: float) -> bool:
         """db_worker's sleep between polls. A signal (a worker told to stop) interrupts it
-        like the sleep it replaces."""
+        like the sleep it replaces. True when it ended by a ring (or a due job), False
+        after `seconds` (the ACP host's supervisor tells its sessions only of rings)."""
         deadline = time.monotonic() + seconds
         with self.cond:
             while not self.ready:
@@ -139,7 +140,8 @@ class Bell:
                 if self.due:
                     left = min(left, self.due[0] - now + DUE_SLACK)
                 self.cond.wait(left)
-            self.ready = False
+            rung, self.ready = self.ready, False
+            return rung
 
     def _read(self, inbox: localwake.Inbox) -> None:
         while True:

@@ -366,6 +366,13 @@ def test_garbage_on_the_agents_stdout_does_not_stop_the_session(hosted):
     wait_text(task.id, "after garbage")
 
 
+def test_a_line_that_breaks_the_connection_stops_the_agent_and_fails_its_turn(hosted):
+    task = hosted("rfc-agent", "notanobject")
+    wait_state(task.id, State.FAILED)
+    reason = TaskEvent.objects.get(task_id=task.id, kind=EventKind.FAILED).reason
+    assert "connection to the agent broke" in reason and "stopped during a turn" in reason
+
+
 def test_a_killed_supervisor_is_replaced_and_no_prompt_is_sent_twice(hosted, host):
     task = hosted("rfc-agent", "slow 200")
     wait_text(task.id, "tick 1")

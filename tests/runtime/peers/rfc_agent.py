@@ -12,7 +12,7 @@ It declares loadSession, stable session/resume, and the seed's supportsSuspend,
 supportsAwaitResumption and resumeCauses (in `_meta["taskdeck/suspend"]` and at the root of
 agentCapabilities, as the seed writes them). A prompt's first word picks what it does:
 echo <text> · tools · ask · slow <n> · park <json conditions> · read <path> · crash · hang ·
-garbage · flood <n>. See each `cmd_*`.
+garbage · notanobject · flood <n>. See each `cmd_*`.
 """
 
 from __future__ import annotations
@@ -278,6 +278,12 @@ class RfcAgent:
         sys.stdout.flush()
         os.write(1, b"this is not json\n")
         await self.send(s, text("after garbage"))
+        return "end_turn"
+
+    async def cmd_notanobject(self, s: Session, rest: str) -> str:
+        """A JSON line that is not an object: the SDK's reader closes the connection."""
+        os.write(1, b"[1, 2, 3]\n")
+        await asyncio.Event().wait()  # stays alive: its host must stop it
         return "end_turn"
 
     async def cmd_flood(self, s: Session, rest: str) -> str:
