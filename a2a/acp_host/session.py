@@ -387,8 +387,7 @@ class HostedRun:
         await self.recorder.drain()
         await self.recorder.flush_text()
         await self.stop_process()
-        if self.permission is not None:
-            self.permission = None
+        self.withdraw_permission()
         detail = f"the agent's process exited with code {code}"
         if broke:
             detail = (
@@ -408,13 +407,7 @@ class HostedRun:
 
     async def end(self, snap: store.Snapshot | None) -> None:
         """The task ended (canceled, failed, completed by someone): the agent stops."""
-        if self.permission is not None:
-            _, _, fut = self.permission
-            if not fut.done():
-                fut.set_result(
-                    s.RequestPermissionResponse(outcome=s.DeniedOutcome(outcome="cancelled"))
-                )
-            self.permission = None
+        self.withdraw_permission()
         if self.turn is not None and not self.turn.done():
             await self.cancel_turn("")
             with contextlib.suppress(Exception):
@@ -471,6 +464,11 @@ class HostedRun:
         if self.conn is not None and self.row.session_id:
             with contextlib.suppress(Exception):
                 await self.conn.cancel(session_id=self.row.session_id)
+        self.withdraw_permission()
+
+    def withdraw_permission(self) -> None:
+        """A pending permission request is answered `cancelled` (the turn is cancelled or
+        over): ACP asks the client to, and an agent may wait for it before it stops."""
         if self.permission is not None:
             _, _, fut = self.permission
             if not fut.done():

@@ -42,6 +42,12 @@ def write_agents(where: Path) -> tuple[Path, Path]:
             "skill": "rfc-impatient",
             "turnSeconds": 1,
         },
+        "RFC agent that only loads": {  # no session/resume: a takeover replays it
+            "command": sys.executable,
+            "args": [str(RFC_AGENT)],
+            "env": {"RFC_AGENT_STATE_DIR": str(state_dir), "RFC_AGENT_NO_RESUME": "1"},
+            "skill": "rfc-load",
+        },
         "Example agent": {
             "command": "node",
             "args": [str(EXAMPLE_AGENT)],

@@ -396,6 +396,20 @@ def test_a_killed_supervisor_is_replaced_and_no_prompt_is_sent_twice(hosted, hos
     assert HostedSession.objects.get(task_id=task.id).session_id == row.session_id
 
 
+def test_a_takeover_with_session_load_does_not_record_the_replay_again(hosted, host):
+    task = hosted("rfc-load", "echo first")
+    wait_text(task.id, "first")
+    wait_for(lambda: turn_over(task.id), 20, "the turn to end")
+    first = host.supervisors.pop(0)
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=20)
+    host.start_supervisor()
+    say(task.id, "echo second")
+    assert wait_text(task.id, "second") == ["first", "second"]  # the replay is not recorded
+    note = TaskEvent.objects.get(task_id=task.id, data__what="takeover")
+    assert "session/load" in note.data["detail"]
+
+
 # ----- a standard agent: @agentclientprotocol/sdk's example --------------------------------
 
 

@@ -2,7 +2,8 @@
 that implements seed 004's suspend RFC from the agent's side. tests/runtime/test_acp_host.py
 hosts it under Taskdeck's supervisor (a2a/acp_host) as a real process over stdio.
 
-Run as `python rfc_agent.py` with RFC_AGENT_STATE_DIR set: a directory where it keeps each
+Run as `python rfc_agent.py` with RFC_AGENT_STATE_DIR set (and RFC_AGENT_NO_RESUME=1 to
+offer session/load only): a directory where it keeps each
 session's history (so a new process can take a session over with session/load, which
 replays it, or session/resume, which does not) and `prompts.log`, one line per prompt
 received ("<pid> <sessionId> <text>"), written before acting on it: the tests count these
@@ -101,16 +102,11 @@ class RfcAgent:
     # ----- agent methods ---------------------------------------------------------------
 
     async def initialize(self, params: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "protocolVersion": PROTOCOL_VERSION,
-            "agentCapabilities": {
-                "loadSession": True,
-                "sessionCapabilities": {"resume": {}},
-                "_meta": {"taskdeck/suspend": SUSPEND},
-                **SUSPEND,
-            },
-            "authMethods": [],
-        }
+        caps: dict[str, Any] = {"loadSession": True, "_meta": {"taskdeck/suspend": SUSPEND}}
+        if os.environ.get("RFC_AGENT_NO_RESUME") != "1":  # then a host must use session/load
+            caps["sessionCapabilities"] = {"resume": {}}
+        return {"protocolVersion": PROTOCOL_VERSION, "agentCapabilities": {**caps, **SUSPEND},
+                "authMethods": []}  # fmt: skip
 
     async def new_session(self, params: dict[str, Any]) -> dict[str, Any]:
         s = Session(str(uuid.uuid4()))
