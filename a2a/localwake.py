@@ -43,7 +43,7 @@ from django.conf import settings
 
 log = logging.getLogger(__name__)
 
-KINDS = ("jobs", "news")
+KINDS = ("jobs", "news", "acp")  # new jobs; task news; hosted ACP sessions (a2a/acp_host)
 # sun_path holds 108 bytes on Linux and 104 on macOS; past this, binding is skipped
 MAX_PATH_BYTES = 100
 READ_BYTES = 65536

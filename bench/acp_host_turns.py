@@ -115,7 +115,12 @@ def main() -> None:
         print(f"{args.sessions} sessions started together: last reply after {took:.2f} s")
     finally:
         host.send_signal(signal.SIGTERM)
-        host.wait(timeout=30)
+        try:
+            host.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            host.send_signal(signal.SIGABRT)  # with PYTHONFAULTHANDLER=1: its stacks, in the log
+            host.wait()
+            print(f"the supervisor did not stop within 30 s of SIGTERM ({var / 'supervisor.log'})")
         if args.scale_out:
             drop_bench_db()
 

@@ -13,11 +13,10 @@ from __future__ import annotations
 from django.db.models import F
 from django.utils import timezone
 
-from a2a.acp_host import config
+from a2a.acp_host import bell, config
 from a2a.event_kinds import EventKind, is_user_message
 from a2a.lifecycle import State
 from a2a.models import TaskEvent
-from a2a.runtime import doorbell
 from a2a.runtime.models import RunLease
 
 
@@ -34,6 +33,6 @@ def on_task_event(event: TaskEvent) -> None:
         RunLease.objects.filter(task_id=event.task_id).update(
             wakeups=F("wakeups") + 1, enqueued_at=timezone.now()
         )
-    # the supervisors hear the workers' bell (NOTIFY on PostgreSQL, local sockets on
-    # SQLite); a worker that hears it finds no job and sleeps again: one cheap poll
-    doorbell.ring()
+    # the supervisor holding it looks at once (a2a.acp_host.bell); a new task is rung too,
+    # so a supervisor's next look for free sessions comes now, not at its poll
+    bell.ring(event.task_id)

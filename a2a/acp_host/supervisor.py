@@ -7,9 +7,9 @@ killed stops renewing; after the lease another takes its sessions over (the agen
 started again and the session taken up with `session/resume` or `session/load`; a turn
 that was cut off is noted, and its prompt is not sent again).
 
-It wakes on the workers' bell (a2a.runtime.doorbell: NOTIFY on PostgreSQL, local sockets
-on SQLite), which a2a.acp_host.hooks rings on every change of a hosted task, and polls
-every POLL_SECONDS as the fallback.
+It wakes on its own bell (a2a.acp_host.bell: NOTIFY on PostgreSQL, local sockets on
+SQLite), which a2a.acp_host.hooks rings with the task's id on every change of a hosted
+task: only that session re-reads its task. It looks for free sessions every POLL_SECONDS.
 """
 
 from __future__ import annotations
@@ -20,12 +20,13 @@ import logging
 import signal
 
 from a2a.acp_host import config, store
+from a2a.acp_host.bell import SessionBell
 from a2a.acp_host.session import HostedRun
-from a2a.runtime import doorbell
 from a2a.runtime.faults import describe, discard_connections, is_infrastructure
 from a2a.runtime.leases import WORKER_ID
 
 log = logging.getLogger(__name__)
+STOP_SECONDS = 10.0  # a stopping supervisor waits this long for its sessions to close
 
 
 class Supervisor:
@@ -39,8 +40,8 @@ class Supervisor:
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.stopping.set)
-        bell = doorbell.Bell()
-        bell.start()
+        ringer = SessionBell()
+        ringer.start()
         poll = float(config.setting("POLL_SECONDS"))
         renew_every = store.lease_seconds() / 3
         last_renew = loop.time()
@@ -49,7 +50,7 @@ class Supervisor:
         try:
             while not self.stopping.is_set():
                 try:
-                    await self.tick(rung)
+                    await self.tick(ringer.take() if rung else set())
                     if loop.time() - last_renew >= renew_every:
                         await self.renew()
                         last_renew = loop.time()
@@ -59,7 +60,7 @@ class Supervisor:
                         await store.in_db(discard_connections)()
                     else:
                         log.exception("ACP host: a tick failed")
-                waiter = asyncio.ensure_future(asyncio.to_thread(bell.wait, poll))
+                waiter = asyncio.ensure_future(asyncio.to_thread(ringer.wait, poll))
                 stop = asyncio.ensure_future(self.stopping.wait())
                 await asyncio.wait({waiter, stop}, return_when=asyncio.FIRST_COMPLETED)
                 stop.cancel()
@@ -67,9 +68,9 @@ class Supervisor:
         finally:
             await self.stop_all()
 
-    async def tick(self, rung: bool) -> None:
-        """Take free sessions (one query when there are none); tell the held ones of a
-        ring (something changed: each re-reads its task). Without a ring, a session in a
+    async def tick(self, rung: set[str]) -> None:
+        """Take free sessions (one query when there are none); tell the held sessions
+        whose tasks were rung to re-read them ("*": all). Without a ring, a session in a
         turn watches its task on its own poll and an idle one re-reads it now and then."""
         for task_id in [t for t, (_, job) in self.runs.items() if job.done()]:
             del self.runs[task_id]
@@ -80,8 +81,8 @@ class Supervisor:
             run = HostedRun(task_id, agent, self.me)
             self.runs[task_id] = (run, asyncio.ensure_future(run.main()))
             log.info("ACP host %s: holding the session of task %s (%s)", self.me, task_id, agent_id)
-        if rung:
-            for run, _ in self.runs.values():
+        for task_id, (run, _) in self.runs.items():
+            if task_id in rung or "*" in rung:
                 run.nudge.set()
 
     async def renew(self) -> None:
@@ -92,9 +93,19 @@ class Supervisor:
             job.cancel()
 
     async def stop_all(self) -> None:
+        """Stop every session (their agents' stdin closed, then terminated, then killed:
+        the SDK's way) within STOP_SECONDS; an agent still running after is killed. A turn
+        cut off here is noted by the session's next holder (its prompt is not resent)."""
+        runs = [run for run, _ in self.runs.values()]
         jobs = [job for _, job in self.runs.values()]
         for job in jobs:
             job.cancel()
         if jobs:
-            await asyncio.gather(*jobs, return_exceptions=True)
+            _, late = await asyncio.wait(jobs, timeout=STOP_SECONDS)
+            for run in runs:
+                if run.process is not None and run.process.returncode is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        run.process.kill()
+            if late:
+                log.warning("ACP host %s: %d sessions did not stop in time", self.me, len(late))
         self.runs.clear()

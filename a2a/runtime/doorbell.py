@@ -61,28 +61,39 @@ def ring(*, at: datetime | None = None, using: str | None = None) -> None:
     if at is not None and at == get_date_max():
         at = None  # django-tasks-db's "as soon as possible"
     payload = "" if at is None else f"{at.timestamp():.3f}"
-    transaction.on_commit(lambda: _ring_now(using, payload), using=using)
+    ring_on_commit(CHANNEL, "jobs", payload, using=using)
 
 
-def _ring_now(using: str, payload: str) -> None:
+def ring_on_commit(channel: str, inbox: str, payload: str, *, using: str | None = None) -> None:
+    """Ring bell `channel` (PostgreSQL NOTIFY) / local inbox kind `inbox` (SQLite) with
+    `payload` when the current transaction commits (at once outside one)."""
+    using = using or jobs_database()
+    transaction.on_commit(lambda: _ring_now(using, payload, channel, inbox), using=using)
+
+
+def _ring_now(using: str, payload: str, channel: str = CHANNEL, inbox: str = "jobs") -> None:
     try:
         conn = connections[using]
         if conn.vendor == "postgresql":
             with conn.cursor() as cursor:
-                cursor.execute("SELECT pg_notify(%s, %s)", [CHANNEL, payload])
+                cursor.execute("SELECT pg_notify(%s, %s)", [channel, payload])
         else:
             # to itself too: a worker that defers its own retry wakes for it when due
-            localwake.broadcast("jobs", payload.encode(), to_self=True)
-    except Exception as exc:  # the job is committed; workers find it at their next poll
-        log.warning("could not wake the workers (%s); they find the job by polling", exc)
+            localwake.broadcast(inbox, payload.encode(), to_self=True)
+    except Exception as exc:  # the change is committed; the listeners find it by polling
+        log.warning("could not ring %s (%s); its listeners find the change by polling",
+                    channel, exc)  # fmt: skip
 
 
 class Bell:
     """What a worker waits on between polls: `wait(seconds)` returns when a job was rung,
     when a deferred job it heard of is due, or after `seconds` (the poll, as before)."""
 
-    def __init__(self, using: str | None = None) -> None:
+    def __init__(
+        self, using: str | None = None, *, channel: str = CHANNEL, inbox: str = "jobs"
+    ) -> None:
         self.using = using or jobs_database()
+        self.channel, self.inbox = channel, inbox
         self.cond = threading.Condition()
         self.ready = False  # a job may be waiting now: poll
         self.due: list[float] = []  # heap of wall-clock times deferred jobs become due
@@ -98,7 +109,7 @@ class Bell:
             target: Any = self._listen
         else:
             try:
-                inbox = localwake.Inbox("jobs")
+                inbox = localwake.Inbox(self.inbox)
             except localwake.Unavailable as why:
                 log.info("worker: no local wake-ups (%s); polling only", why)
                 return
@@ -192,5 +203,5 @@ class Bell:
                            ("keepalives_interval", 10), ("keepalives_count", 3)):  # fmt: skip
             params.setdefault(key, value)
         conn = psycopg.connect(autocommit=True, **params)
-        conn.execute(f"LISTEN {CHANNEL}")
+        conn.execute(f"LISTEN {self.channel}")
         return conn
