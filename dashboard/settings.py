@@ -9,6 +9,7 @@ DEBUG is off unless TASKDECK_DEBUG=1. The secret key comes from DJANGO_SECRET_KE
 from __future__ import annotations
 
 import os
+import tempfile
 from datetime import timedelta
 from pathlib import Path
 
@@ -390,8 +391,20 @@ TASKDECK = {
         "TURN_SECONDS": float(os.environ.get("TASKDECK_ACP_TURN_SECONDS", 600)),
         # The most text one turn may write; beyond, the turn is cancelled (a flooding agent).
         "MAX_TURN_BYTES": int(os.environ.get("TASKDECK_ACP_MAX_TURN_BYTES", 2_000_000)),
-        # Where sessions run when their agent names no cwd (a directory per task).
-        "SESSIONS_DIR": os.environ.get("TASKDECK_ACP_SESSIONS_DIR", str(VAR_DIR / "acp-sessions")),
+        # How long an agent may take to start and answer initialize, session/new, load,
+        # resume or suspend before its process is stopped (60 s: `npx -y` may download it
+        # first); a prompt is watched by TURN_SECONDS instead.
+        "REQUEST_SECONDS": float(os.environ.get("TASKDECK_ACP_REQUEST_SECONDS", 60)),
+        # The most sessions (agent processes) one supervisor holds; run more supervisors
+        # for more.
+        "MAX_SESSIONS": int(os.environ.get("TASKDECK_ACP_MAX_SESSIONS", 50)),
+        # Where sessions run when their agent names no cwd (a directory per task), and the
+        # agents' stderr logs. Not under VAR_DIR: an agent with a shell of its own must not
+        # find Taskdeck's SQLite database and keys beside its working directory.
+        "SESSIONS_DIR": os.environ.get(
+            "TASKDECK_ACP_SESSIONS_DIR",
+            str(Path(tempfile.gettempdir()) / f"taskdeck-acp-sessions-{os.getuid()}"),
+        ),
     },
     "RUNTIME": {
         # How long a worker's claim on a task lasts without a heartbeat (a dead worker's

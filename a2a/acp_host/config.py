@@ -10,7 +10,9 @@ TASKDECK_ACP_AGENTS (settings TASKDECK["ACP_HOST"]["AGENTS_FILE"]) — either
 - `cwd`: the working directory its sessions get (default: a directory per task under
   var/acp-sessions/);
 - `turnSeconds`: a turn with no message from the agent for this long is cancelled, then
-  the agent stopped (default TASKDECK["ACP_HOST"]["TURN_SECONDS"]).
+  the agent stopped (default TASKDECK["ACP_HOST"]["TURN_SECONDS"]);
+- `requestSeconds`: how long it may take to start and answer initialize, session/new,
+  load, resume or suspend (default TASKDECK["ACP_HOST"]["REQUEST_SECONDS"]).
 
 Nothing else is passed to the child: its environment is the SDK's trimmed default plus
 `env` (no DATABASE_URL, no secrets of Taskdeck's unless you put them there).
@@ -30,7 +32,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 HOSTED_TAG = "acp-hosted"  # on every hosted agent's skill card (the demo launcher offers them)
 SPEC_KEYS = {"type", "command", "args", "env", "description", "tags", "examples", "skill",
-             "cwd", "turnSeconds", "name"}  # fmt: skip
+             "cwd", "turnSeconds", "requestSeconds", "name"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ class HostedAgent:
     examples: tuple[str, ...] = ()
     cwd: str = ""
     turn_seconds: float = 0.0
+    request_seconds: float = 0.0
 
     def card(self) -> dict[str, Any]:
         """The agent card's skill entry (a2a.skills)."""
@@ -88,9 +91,12 @@ def parse(name: str, spec: Any, where: str = "hosted ACP agent") -> HostedAgent:
     skill_id = spec.get("skill") or slug(name)
     if not isinstance(skill_id, str) or not re.fullmatch(r"[a-z0-9][a-z0-9_.-]{0,63}", skill_id):
         raise ImproperlyConfigured(f"{at}: `skill` must be 1-64 of a-z 0-9 _ . - ")
-    turn = spec.get("turnSeconds", 0)
-    if not isinstance(turn, (int, float)) or isinstance(turn, bool) or turn < 0:
-        raise ImproperlyConfigured(f"{at}: `turnSeconds` must be a number of seconds")
+    seconds = {}
+    for key in ("turnSeconds", "requestSeconds"):
+        value = spec.get(key, 0)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+            raise ImproperlyConfigured(f"{at}: `{key}` must be a number of seconds")
+        seconds[key] = float(value)
     cwd = spec.get("cwd", "")
     if not isinstance(cwd, str) or (cwd and not Path(cwd).is_absolute()):
         raise ImproperlyConfigured(f"{at}: `cwd` must be an absolute path")
@@ -104,7 +110,8 @@ def parse(name: str, spec: Any, where: str = "hosted ACP agent") -> HostedAgent:
         tags=_strings(spec.get("tags", []), f"{at}: `tags`"),
         examples=_strings(spec.get("examples", []), f"{at}: `examples`"),
         cwd=cwd,
-        turn_seconds=float(turn),
+        turn_seconds=seconds["turnSeconds"],
+        request_seconds=seconds["requestSeconds"],
     )
 
 

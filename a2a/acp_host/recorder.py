@@ -76,6 +76,11 @@ class Recorder:
                 await self._apply(self.queue.pop(0))
 
     async def _apply(self, u: Any) -> None:
+        text_chunk = isinstance(u, s.AgentMessageChunk) and isinstance(
+            u.content, s.TextContentBlock
+        )  # every update counts against the turn's limit, not only its text
+        if not text_chunk and await self._over(len(u.model_dump_json(exclude_none=True))):
+            return
         if isinstance(u, s.AgentMessageChunk):
             block = u.content
             if isinstance(block, s.TextContentBlock):
@@ -111,19 +116,27 @@ class Recorder:
                     )
                 )
 
-    async def _text(self, text: str) -> None:
+    async def _over(self, size: int) -> bool:
+        """Count `size` bytes against the turn's limit; True once it is passed (the rest of
+        the turn is dropped and the turn cancelled, once)."""
         if self.over_limit:
-            return
-        self.turn_bytes += len(text.encode())
+            return True
+        self.turn_bytes += size
         limit = int(config.setting("MAX_TURN_BYTES"))
-        if self.turn_bytes > limit:
-            self.over_limit = True
-            await self.flush_text()
-            await self.run.note(
-                "output_limit", f"the agent wrote more than {limit} bytes in one turn: cancelled"
-            )
-            await self.run.cancel_turn("")
+        if self.turn_bytes <= limit:
+            return False
+        self.over_limit = True
+        await self.flush_text()
+        await self.run.note(
+            "output_limit", f"the agent wrote more than {limit} bytes in one turn: cancelled"
+        )
+        await self.run.cancel_turn("")
+        return True
+
+    async def _text(self, text: str) -> None:
+        if await self._over(len(text.encode())):
             return
+        text = text.replace("\x00", "")  # not storable; one would drop the whole message
         if not self.text:
             self.text_since = asyncio.get_running_loop().time()
         self.text.append(text)

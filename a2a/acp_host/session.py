@@ -39,11 +39,13 @@ from a2a.acp_host.recorder import Recorder
 from a2a.conditions import parse_conditions
 from a2a.errors import TaskError
 from a2a.formats import text_of
-from a2a.lifecycle import PAUSED, TERMINAL, State
+from a2a.lifecycle import PAUSED, TERMINAL, State, TransitionRefused
 from a2a.models import Suspension
-from a2a.runtime import leases
+from a2a.runtime import faults, leases
 from a2a.runtime.executor import announce_release
 from a2a.validation import ValidationFailed
+
+REFUSED = (TaskError, TransitionRefused)  # the services said no (the task moved meanwhile)
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +74,9 @@ def suspend_caps(capabilities: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+CANCELLED = s.RequestPermissionResponse(outcome=s.DeniedOutcome(outcome="cancelled"))
+
+
 class AgentGone(Exception):
     """The agent's process exited (or was stopped) while we needed it."""
 
@@ -93,7 +98,11 @@ class HostedRun:
         self.turn_served = 0
         self.recorder = Recorder(self)
         self.permission: tuple[str, list[Any], asyncio.Future] | None = None
-        self.permission_waiting: asyncio.Future | None = None  # asked while output is held
+        self.asking = 0  # permission requests in hand (asked, or held while paused)
+        self.ask_lock = asyncio.Lock()  # one open input request at a time
+        self.works = asyncio.Event()  # the task is working: held requests may be asked
+        self.turn_epoch = 0  # bumped when a turn is cancelled: its held requests are void
+        self.suspending: asyncio.Task | None = None
         self.last_heard = 0.0
         self.cancel_sent_at: float | None = None
         self.finished = False
@@ -105,7 +114,16 @@ class HostedRun:
             self.row = await store.in_db(store.session)(self.task_id)
             while not self.finished:
                 self.nudge.clear()
-                await self.step()
+                try:
+                    await self.step()
+                except Exception as exc:
+                    if not faults.is_infrastructure(exc):
+                        raise
+                    # the database went away: the agent and its turn live on; look again
+                    log.warning("task %s: database fault (%s)", self.task_id, exc)
+                    await store.in_db(faults.discard_connections)()
+                    await asyncio.sleep(1.0)
+                    continue
                 if self.finished:
                     break
                 # during a turn the task is watched for pauses and cancels every poll; an
@@ -129,15 +147,17 @@ class HostedRun:
         if snap is None or snap.state in TERMINAL:
             await self.end(snap)
             return
-        if self.process is not None and self.process.returncode is not None:
-            await self.exited()
+        gone = self.process is not None and self.process.returncode is not None
+        if gone or (self.conn is not None and self.turn is None and self.conn._conn._disconnected):
+            await self.exited()  # between turns too: restarted before a message is consumed
             return
         await self.recorder.retry_held(snap.state)
-        if snap.state == State.WORKING and self.permission is not None:
-            await self.deliver_permission()
-        if self.permission_waiting is not None and snap.state == State.WORKING:
-            self.permission_waiting.set_result(None)
-            self.permission_waiting = None
+        if snap.state == State.WORKING:
+            self.works.set()
+            if self.permission is not None:
+                await self.deliver_permission()
+        else:
+            self.works.clear()
         susp = snap.suspension
         if snap.state in PAUSED and susp is not None and susp.id != self.row.acted_on:
             await self.on_pause(susp)
@@ -152,11 +172,22 @@ class HostedRun:
         served = await store.in_db(leases.claim)(self.task_id, self.me)
         if served is None:
             return  # not runnable after all, or a turn lease still held (a dead holder's)
-        if snap.state == State.SUBMITTED:
-            await store.in_db(services.start_task)(self.task_id, actor=self.actor)
-        elif snap.last_resumed is not None:  # ends "resumed, waiting for a worker" on the board
-            await store.in_db(services.note_pickup)(self.task_id, actor=self.actor)
-        await self.ensure_session()
+        try:
+            if snap.state == State.SUBMITTED:
+                await store.in_db(services.start_task)(self.task_id, actor=self.actor)
+            elif snap.last_resumed is not None:  # ends "resumed, waiting for a worker"
+                await store.in_db(services.note_pickup)(self.task_id, actor=self.actor)
+        except REFUSED:
+            await self.release(served)  # it moved meanwhile (cancelled, paused): look again
+            return
+        try:
+            await self.ensure_session()
+        except Exception as exc:
+            if faults.is_infrastructure(exc):
+                await store.in_db(leases.release)(self.task_id, None, self.me)
+                raise
+            await self.cannot_start(exc, served)
+            return
         last = snap.last_resumed
         if (
             last is not None
@@ -185,7 +216,11 @@ class HostedRun:
         return "resume" in (caps.get("sessionCapabilities") or {})
 
     async def start_turn(self, work: Any, served: int, consumed: int | None) -> None:
-        await store.in_db(store.start_turn)(self.row, consumed)
+        if not await store.in_db(store.start_turn)(self.row, consumed, self.me):
+            work.close()  # never sent: another supervisor holds the session now
+            await store.in_db(leases.release)(self.task_id, None, self.me)
+            self.finished = True
+            return
         self.turn_served = served
         self.last_heard = asyncio.get_running_loop().time()
         self.cancel_sent_at = None
@@ -208,6 +243,9 @@ class HostedRun:
         except RequestError as exc:
             stop = None
             await self.note("refused", f"the agent answered the turn with error {exc.code}: {exc}")
+        except Exception as exc:  # an answer that is not ACP (an unknown stopReason...)
+            stop = None
+            await self.note("refused", f"the agent's answer to the turn was not ACP: {exc}"[:2000])
         await self.recorder.drain()
         await self.recorder.flush_text()
         if stop == "cancelled" and self.recorder.cancel_note:
@@ -225,7 +263,7 @@ class HostedRun:
 
     async def check_stalled(self) -> None:
         loop = asyncio.get_running_loop()
-        if self.permission is not None or self.permission_waiting is not None:
+        if self.permission is not None or self.asking:
             self.last_heard = loop.time()  # waiting for a person is not the agent stalling
             return
         limit = self.agent.turn_seconds or float(config.setting("TURN_SECONDS"))
@@ -249,9 +287,7 @@ class HostedRun:
         row = self.row
         cwd = self.cwd()
         if not row.session_id:
-            new = await self.conn.new_session(cwd=cwd, mcp_servers=[])
-            row.session_id = new.session_id
-            await store.in_db(store.save)(row, "session_id")
+            await self.new_session(cwd)
             return
         # a session this host had before: this process is new (takeover, or a restart)
         if row.turn_open:
@@ -262,30 +298,58 @@ class HostedRun:
             )
             await store.in_db(store.end_turn)(row)
         caps = row.capabilities or {}
-        if self.can_resume():
-            await self.conn.resume_session(cwd=cwd, session_id=row.session_id, mcp_servers=[])
-            how = "session/resume"
-        elif caps.get("loadSession"):
-            self.recorder.muted = True  # its replay is history we recorded already
-            try:
-                await self.conn.load_session(cwd=cwd, session_id=row.session_id, mcp_servers=[])
-                await self.recorder.drain()
-            finally:
-                self.recorder.muted = False
-            how = "session/load"
-        else:
-            new = await self.conn.new_session(cwd=cwd, mcp_servers=[])
-            row.session_id = new.session_id
-            await store.in_db(store.save)(row, "session_id")
+        taken = {"sessionId": row.session_id, "cwd": cwd, "mcpServers": []}
+        how, why = "", "the agent can neither resume nor load a session"
+        try:
+            if self.can_resume():
+                await self._call(self.conn._conn.send_request("session/resume", taken), "resume")
+                how = "session/resume"
+            elif caps.get("loadSession"):
+                self.recorder.muted = True  # its replay is history we recorded already
+                try:
+                    await self._call(self.conn._conn.send_request("session/load", taken), "load")
+                    await self.recorder.drain()
+                finally:
+                    self.recorder.muted = False
+                how = "session/load"
+        except RequestError as exc:  # e.g. an agent that kept its sessions in memory only
+            why = f"the agent refused to take the session up ({exc.code}: {exc})"
+        if not how:
+            await self.new_session(cwd)
             await self.note(
                 "new_session",
-                "the agent can neither resume nor load a session: a new one was started, "
-                "without the earlier conversation",
+                f"{why}: a new session was started, without the earlier conversation",
             )
             return
         row.takeovers += 1
         await store.in_db(store.save)(row, "takeovers")
         await self.note("takeover", f"the session was taken up again with {how}")
+
+    async def new_session(self, cwd: str) -> None:
+        answer = await self._call(
+            self.conn._conn.send_request("session/new", {"cwd": cwd, "mcpServers": []}), "new"
+        )
+        self.row.session_id = s.NewSessionResponse.model_validate(answer).session_id
+        await store.in_db(store.save)(self.row, "session_id")
+
+    async def cannot_start(self, exc: BaseException, served: int) -> None:
+        """The agent could not be started or its session opened: the task ends saying why,
+        rather than the agent being started again and again."""
+        what = "stalled" if isinstance(exc, AgentGone) and exc.args else "exited"
+        detail = f"the agent could not be started: {type(exc).__name__}: {exc}"[:1500]
+        tail = self.stderr_tail()
+        await self.note(what, detail + (f"; its last words on stderr: {tail}" if tail else ""))
+        await self.stop_process(kill=True)
+        await self.give_up(detail)
+        await self.release(served)
+
+    async def give_up(self, reason: str) -> None:
+        """End the task: failed when it was working, cancelled when it waited (for an
+        answer, or paused): the agent behind it is gone."""
+        state = await store.in_db(store.task_state)(self.task_id)
+        act = services.fail_task if state == State.WORKING else services.cancel_task
+        with contextlib.suppress(*REFUSED):
+            await store.in_db(act)(self.task_id, actor=self.actor, reason=reason[:2000])
 
     def cwd(self) -> str:
         if self.agent.cwd:
@@ -329,15 +393,16 @@ class HostedRun:
             Route(method="session/await_resumption", func=self.await_resumption, kind="request")
         )
         self.conn._conn.add_observer(self.heard)
-        init = await self.conn.initialize(
-            protocol_version=1,
-            client_capabilities=s.ClientCapabilities.model_validate(CLIENT_CAPABILITIES),
-            client_info=s.Implementation(name="taskdeck", version="1"),
-        )
-        caps = init.agent_capabilities.model_dump(mode="json", by_alias=True, exclude_none=True)
-        raw = getattr(init.agent_capabilities, "model_extra", None) or {}
-        caps.update({k: v for k, v in raw.items() if k not in caps})
-        self.row.capabilities = caps
+        params = {
+            "protocolVersion": 1,
+            "clientCapabilities": CLIENT_CAPABILITIES,
+            "clientInfo": {"name": "taskdeck", "version": "1"},
+        }
+        # raw, then checked: the SDK's model drops the seed's capabilities at the root
+        raw = await self._call(self.conn._conn.send_request("initialize", params), "initialize")
+        s.InitializeResponse.model_validate(raw)
+        caps = raw.get("agentCapabilities") if isinstance(raw, dict) else None
+        self.row.capabilities = caps if isinstance(caps, dict) else {}
         await store.in_db(store.save)(self.row, "capabilities")
 
     def client_for(self, _conn: Any) -> Any:
@@ -399,10 +464,7 @@ class HostedRun:
         await self.note("exited", detail + (" during a turn" if in_turn else "") + said)
         if in_turn:
             await store.in_db(store.end_turn)(self.row)
-            with contextlib.suppress(TaskError):
-                await store.in_db(services.fail_task)(
-                    self.task_id, actor=self.actor, reason=f"{detail} during a turn"
-                )
+            await self.give_up(f"{detail} during a turn")
             await self.release(self.turn_served)
 
     async def end(self, snap: store.Snapshot | None) -> None:
@@ -437,16 +499,29 @@ class HostedRun:
             params["handle"] = self.row.agent_handle
         if last.resume_input is not None:
             params["input"] = last.resume_input
-        await self._call(self.conn._conn.send_request("session/resume", params))
+        await self._call(self.conn._conn.send_request("session/resume", params), "resume")
         return "end_turn"
 
-    async def _call(self, request: Any) -> Any:
-        """Await a request to the agent; its process exiting meanwhile is AgentGone."""
+    async def _call(self, request: Any, what: str = "") -> Any:
+        """Await a request to the agent; its process exiting meanwhile is AgentGone. With
+        `what` (a request that should be answered at once, not a prompt), an agent that
+        does not answer within REQUEST_SECONDS is stopped: AgentGone(what)."""
         proc = self.process
         waiter = asyncio.ensure_future(request)
         exit_watch = asyncio.ensure_future(proc.wait())
+        limit = (
+            (self.agent.request_seconds or float(config.setting("REQUEST_SECONDS")))
+            if (what)
+            else None
+        )
         try:
-            done, _ = await asyncio.wait({waiter, exit_watch}, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                {waiter, exit_watch}, timeout=limit, return_when=asyncio.FIRST_COMPLETED
+            )
+            if not done:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                raise AgentGone(f"it did not answer {what} within {limit:g} s")
             if waiter in done:
                 try:
                     result = waiter.result()
@@ -461,6 +536,8 @@ class HostedRun:
 
     async def cancel_turn(self, why: str) -> None:
         self.recorder.cancel_note = why
+        self.turn_epoch += 1  # permission requests it held while paused are void now
+        self.works.set()
         if self.conn is not None and self.row.session_id:
             with contextlib.suppress(Exception):
                 await self.conn.cancel(session_id=self.row.session_id)
@@ -472,64 +549,83 @@ class HostedRun:
         if self.permission is not None:
             _, _, fut = self.permission
             if not fut.done():
-                fut.set_result(
-                    s.RequestPermissionResponse(outcome=s.DeniedOutcome(outcome="cancelled"))
-                )
+                fut.set_result(CANCELLED)
             self.permission = None
+        self.turn_epoch += 1
+        self.works.set()
 
     async def on_pause(self, susp: Suspension) -> None:
         """A pause the agent has not heard of yet."""
         self.row.acted_on = susp.id
-        await store.in_db(store.save)(self.row, "acted_on")
+        self.row.agent_handle = ""  # a handle belongs to one suspension
+        await store.in_db(store.save)(self.row, "acted_on", "agent_handle")
         if susp.initiator != Suspension.Initiator.CLIENT:
             return  # the agent's own park: it knows
         caps = suspend_caps(self.row.capabilities or {})
         if self.conn is not None and caps["supportsSuspend"]:
-            params = {"sessionId": self.row.session_id, "mode": susp.mode or "finish_step"}
-            if susp.reason:
-                params["reason"] = susp.reason
-            try:
-                answer = await self._call(self.conn._conn.send_request("session/suspend", params))
-            except (RequestError, AgentGone) as exc:
-                await self.note("refused", f"the agent refused session/suspend: {exc}")
-                return
-            handle = answer.get("handle") if isinstance(answer, dict) else None
-            self.row.agent_handle = str(handle or "")[:200]
-            await store.in_db(store.save)(self.row, "agent_handle")
+            # not awaited here: an agent may answer only once its step is over, and that
+            # step may wait on a permission answer this loop must still be free to pass
+            self.suspending = asyncio.ensure_future(self.suspend(susp))
         elif susp.mode == Suspension.Mode.INTERRUPT_IMMEDIATE and self.turn is not None:
             await self.cancel_turn(
                 "paused with interrupt_immediate: the agent cannot suspend, so its turn was "
                 "cancelled (session/cancel) and that turn's work is lost"
             )
 
+    async def suspend(self, susp: Suspension) -> None:
+        params = {"sessionId": self.row.session_id, "mode": susp.mode or "finish_step"}
+        if susp.reason:
+            params["reason"] = susp.reason
+        try:
+            answer = await self._call(
+                self.conn._conn.send_request("session/suspend", params), "suspend"
+            )
+        except (RequestError, AgentGone) as exc:
+            await self.note("refused", f"the agent refused session/suspend: {exc}")
+            return
+        handle = answer.get("handle") if isinstance(answer, dict) else None
+        if self.row.acted_on == susp.id:  # still the pause it answered
+            self.row.agent_handle = str(handle or "")[:200]
+            await store.in_db(store.save)(self.row, "agent_handle")
+
     # ----- requests from the agent -------------------------------------------------------
 
     async def ask_permission(self, tool_call: Any, options: list[Any]) -> Any:
         """session/request_permission: an input request; the answer is the outcome."""
-        await self.recorder.drain()
-        await self.recorder.flush_text()
-        while True:
-            state = await store.in_db(store.task_state)(self.task_id)
-            if state in TERMINAL or state is None:
-                return s.RequestPermissionResponse(outcome=s.DeniedOutcome(outcome="cancelled"))
-            if state == State.WORKING:
-                break
-            # paused (finish_step holds it): asked when the task works again
-            self.permission_waiting = asyncio.get_running_loop().create_future()
-            await self.permission_waiting
-        request = as_input_request(tool_call, options)
-        explanation = request.pop("explanation")
+        epoch = self.turn_epoch
+        self.asking += 1
         try:
-            canonical = await store.in_db(services.request_input)(
-                self.task_id, actor=self.actor, explanation=explanation, request=request
-            )
-        except (TaskError, ValidationFailed) as exc:
-            log.warning("task %s: permission request not asked: %s", self.task_id, exc)
-            return s.RequestPermissionResponse(outcome=s.DeniedOutcome(outcome="cancelled"))
-        fut: asyncio.Future = asyncio.get_running_loop().create_future()
-        self.permission = (canonical["requestId"], options, fut)
-        self.nudge.set()
-        return await fut
+            await self.recorder.drain()
+            await self.recorder.flush_text()
+            async with self.ask_lock:  # parallel tool calls: one question at a time
+                while True:
+                    if self.turn_epoch != epoch:
+                        return CANCELLED  # its turn was cancelled meanwhile
+                    state = await store.in_db(store.task_state)(self.task_id)
+                    if state in TERMINAL or state is None:
+                        return CANCELLED
+                    if state == State.WORKING:
+                        break
+                    # paused (finish_step holds it), or another question open: asked when
+                    # the task works again
+                    self.works.clear()
+                    self.nudge.set()
+                    await self.works.wait()
+                request = as_input_request(tool_call, options)
+                explanation = request.pop("explanation")
+                try:
+                    canonical = await store.in_db(services.request_input)(
+                        self.task_id, actor=self.actor, explanation=explanation, request=request
+                    )
+                except (*REFUSED, ValidationFailed) as exc:
+                    log.warning("task %s: permission request not asked: %s", self.task_id, exc)
+                    return CANCELLED
+                fut: asyncio.Future = asyncio.get_running_loop().create_future()
+                self.permission = (canonical["requestId"], options, fut)
+                self.nudge.set()
+                return await fut
+        finally:
+            self.asking -= 1
 
     async def deliver_permission(self) -> None:
         assert self.permission is not None
@@ -538,7 +634,6 @@ class HostedRun:
         if answered is None:
             return
         self.permission = None
-        await store.in_db(store.consume)(self.row, int(answered.get("messageSeq") or 0))
         if not fut.done():
             fut.set_result(answer_to_outcome(answered, options))
 
@@ -569,7 +664,7 @@ class HostedRun:
             )
         except ValidationFailed as exc:
             raise RequestError.invalid_params(exc.errors) from None
-        except TaskError as exc:
+        except REFUSED as exc:
             raise RequestError(-32011, f"cannot park now: {exc}") from None
         susp = outcome.suspension
         self.row.acted_on = susp.id
@@ -578,7 +673,8 @@ class HostedRun:
         return {"handle": susp.handle, "suspendedAt": susp.suspended_at.isoformat()}
 
     async def note(self, what: str, detail: str) -> None:
-        with contextlib.suppress(TaskError, ValidationFailed):
+        detail = detail.replace("\x00", "")  # e.g. from its stderr: not storable
+        with contextlib.suppress(*REFUSED, ValidationFailed):
             await store.in_db(services.note_host)(
                 self.task_id, actor=self.actor, what=what, detail=detail
             )

@@ -11,14 +11,13 @@ from datetime import timedelta
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from a2a.acp_host import config
 from a2a.acp_host.models import HostedSession
 from a2a.event_kinds import EventKind
-from a2a.input_requests import RESPONSE_TYPE, find_data_part
 from a2a.lifecycle import TERMINAL
 from a2a.models import Message, Suspension, Task, TaskEvent
 from a2a.runtime.models import RunLease
@@ -34,7 +33,7 @@ def lease_seconds() -> float:
     return float(config.setting("LEASE_SECONDS"))
 
 
-def claim_sessions(me: str, held: list[str], limit: int = 50) -> list[tuple[str, str]]:
+def claim_sessions(me: str, held: list[str], limit: int) -> list[tuple[str, str]]:
     """Take the sessions of open tasks of configured agents that nobody holds (or whose
     holder stopped renewing): one conditional update each, so two supervisors never both
     win one. Returns (task id, agent) of each taken."""
@@ -107,12 +106,18 @@ def snapshot(task_id: str, consumed: int) -> Snapshot | None:
     lease = lease or {"wakeups": 0, "served": 0, "owner": ""}
     nxt = None
     if task.state not in TERMINAL:
-        for m in Message.objects.filter(task_id=task_id, role="user", seq__gt=consumed).order_by(
-            "seq"
-        )[:20]:
-            if find_data_part(m.parts, RESPONSE_TYPE) is None and not _is_answer(task_id, m.seq):
-                nxt = m
-                break
+        # answers to input requests are the permissions' outcomes, never prompts
+        answers = set(
+            TaskEvent.objects.filter(task_id=task_id, kind=EventKind.INPUT_PROVIDED).values_list(
+                "data__messageSeq", flat=True
+            )
+        )
+        nxt = (
+            Message.objects.filter(task_id=task_id, role="user", seq__gt=consumed)
+            .exclude(seq__in=[a for a in answers if isinstance(a, int)])
+            .order_by("seq")
+            .first()
+        )
     last = (
         Suspension.objects.filter(task_id=task_id, ending=Suspension.Ending.RESUMED)
         .order_by("-id")
@@ -127,13 +132,6 @@ def snapshot(task_id: str, consumed: int) -> Snapshot | None:
         next_message=nxt,
         last_resumed=last,
     )
-
-
-def _is_answer(task_id: str, seq: int) -> bool:
-    """A user message that answered an input request (text answers carry no DataPart)."""
-    return TaskEvent.objects.filter(
-        task_id=task_id, kind=EventKind.INPUT_PROVIDED, data__messageSeq=seq
-    ).exists()
 
 
 def answer(task_id: str, request_id: str) -> dict[str, Any] | None:
@@ -152,21 +150,20 @@ def task_state(task_id: str) -> str | None:
     return Task.objects.filter(pk=task_id).values_list("state", flat=True).first()
 
 
-def start_turn(row: HostedSession, consumed: int | None) -> None:
+def start_turn(row: HostedSession, consumed: int | None, me: str) -> bool:
     """Mark a turn open (and the message it hands over as consumed) BEFORE sending it: if
-    this process dies after, the next holder knows not to send it again."""
-    with transaction.atomic():
-        if consumed is not None:
-            row.consumed = max(row.consumed, consumed)
-        row.turn_open = True
-        save(row, "consumed", "turn_open")
+    this process dies after, the next holder knows not to send it again. Only while `me`
+    holds the session, and never backwards: False means another supervisor took it over
+    (ours lapsed), and nothing may be sent."""
+    fields: dict[str, Any] = {"turn_open": True, "updated_at": timezone.now()}
+    if consumed is not None:
+        fields["consumed"] = Greatest(F("consumed"), consumed)
+    if not HostedSession.objects.filter(pk=row.pk, holder=me).update(**fields):
+        return False
+    row.refresh_from_db(fields=["consumed", "turn_open"])
+    return True
 
 
 def end_turn(row: HostedSession) -> None:
     row.turn_open = False
     save(row, "turn_open")
-
-
-def consume(row: HostedSession, seq: int) -> None:
-    row.consumed = max(row.consumed, seq)
-    save(row, "consumed")

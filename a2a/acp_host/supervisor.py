@@ -43,17 +43,13 @@ class Supervisor:
         ringer = SessionBell()
         ringer.start()
         poll = float(config.setting("POLL_SECONDS"))
-        renew_every = store.lease_seconds() / 3
-        last_renew = loop.time()
+        renewing = asyncio.ensure_future(self.keep_renewing(store.lease_seconds() / 3))
         rung = True
         log.info("ACP host %s: agents %s", self.me, ", ".join(config.agents()) or "none")
         try:
             while not self.stopping.is_set():
                 try:
                     await self.tick(ringer.take() if rung else set())
-                    if loop.time() - last_renew >= renew_every:
-                        await self.renew()
-                        last_renew = loop.time()
                 except Exception as exc:  # one bad row must not stop every session
                     if is_infrastructure(exc):
                         log.warning("ACP host: database unavailable (%s)", describe(exc))
@@ -66,6 +62,7 @@ class Supervisor:
                 stop.cancel()
                 rung = waiter.done() and bool(waiter.result())
         finally:
+            renewing.cancel()
             await self.stop_all()
 
     async def tick(self, rung: set[str]) -> None:
@@ -74,7 +71,13 @@ class Supervisor:
         turn watches its task on its own poll and an idle one re-reads it now and then."""
         for task_id in [t for t, (_, job) in self.runs.items() if job.done()]:
             del self.runs[task_id]
-        for task_id, agent_id in await store.in_db(store.claim_sessions)(self.me, list(self.runs)):
+        room = int(config.setting("MAX_SESSIONS")) - len(self.runs)
+        taken = (
+            await store.in_db(store.claim_sessions)(self.me, list(self.runs), room)
+            if (room > 0)
+            else []
+        )
+        for task_id, agent_id in taken:
             agent = config.get(agent_id)
             if agent is None:
                 continue
@@ -85,12 +88,25 @@ class Supervisor:
             if task_id in rung or "*" in rung:
                 run.nudge.set()
 
+    async def keep_renewing(self, every: float) -> None:
+        """Renew the holds on its own beat: a tick that keeps failing (or a session that
+        keeps the database thread busy) must not let the holds lapse while alive."""
+        while True:
+            await asyncio.sleep(every)
+            try:
+                await self.renew()
+            except Exception as exc:
+                log.warning("ACP host %s: could not renew its sessions (%s)", self.me, exc)
+                if is_infrastructure(exc):
+                    await store.in_db(discard_connections)()
+
     async def renew(self) -> None:
         lost = await store.in_db(store.renew)(self.me, list(self.runs))
         for task_id in lost:
             log.warning("ACP host %s: the session of task %s was taken over", self.me, task_id)
-            _, job = self.runs.pop(task_id)
-            job.cancel()
+            _, job = self.runs.pop(task_id, (None, None))
+            if job is not None:
+                job.cancel()
 
     async def stop_all(self) -> None:
         """Stop every session (their agents' stdin closed, then terminated, then killed:

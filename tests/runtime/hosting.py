@@ -48,6 +48,14 @@ def write_agents(where: Path) -> tuple[Path, Path]:
             "env": {"RFC_AGENT_STATE_DIR": str(state_dir), "RFC_AGENT_NO_RESUME": "1"},
             "skill": "rfc-load",
         },
+        "Forgetful RFC agent": {  # offers resume, but a new process knows no session
+            "command": sys.executable,
+            "args": [str(RFC_AGENT)],
+            "env": {"RFC_AGENT_STATE_DIR": str(state_dir), "RFC_AGENT_FORGETFUL": "1"},
+            "skill": "rfc-forgetful",
+        },
+        # never answers (a process that is not an ACP agent at all)
+        "Mute": {"command": "sleep", "args": ["600"], "skill": "mute", "requestSeconds": 1},
         "Example agent": {
             "command": "node",
             "args": [str(EXAMPLE_AGENT)],

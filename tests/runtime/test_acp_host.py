@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import uuid
 from collections.abc import Iterator
@@ -202,6 +203,54 @@ def _answer(request: dict, values: dict) -> services.IncomingMessage:
     )
 
 
+def test_a_message_sent_during_a_turn_is_prompted_after_a_permission_answer(hosted, host):
+    task = hosted("rfc-agent", "ask")
+    wait_state(task.id, State.INPUT_REQUIRED)
+    request = Task.objects.get(pk=task.id).input_request
+    services.provide_input(task.id, _answer(request, {"decision": "approve"}), actor=OPERATOR)
+    say(task.id, "echo queued meanwhile")  # while the turn still runs
+    said = wait_text(task.id, "queued meanwhile")
+    assert said[-2:] == ["permission: allow", "queued meanwhile"]
+    session = HostedSession.objects.get(task_id=task.id).session_id
+    prompts = [line.split(" ", 2)[2] for line in host.prompts() if session in line]
+    assert prompts == ["ask", "echo queued meanwhile"]  # the answer itself is no prompt
+
+
+def test_an_agent_that_dies_while_asking_ends_the_task_and_withdraws_the_question(hosted, host):
+    task = hosted("rfc-agent", "ask")
+    wait_state(task.id, State.INPUT_REQUIRED)
+    session = HostedSession.objects.get(task_id=task.id).session_id
+    pid = int(next(line for line in host.prompts() if session in line).split()[0])
+    os.kill(pid, signal.SIGKILL)
+    wait_state(task.id, State.CANCELED)
+    event = TaskEvent.objects.get(task_id=task.id, kind=EventKind.CANCELED)
+    assert "exited with code -9 during a turn" in event.reason
+    assert event.data["withdrawnRequestId"].startswith("req-")  # the inbox question is gone
+
+
+def test_an_agent_that_never_answers_initialize_fails_its_task_once(hosted):
+    task = hosted("mute", "hello?")
+    wait_state(task.id, State.FAILED, timeout=20)
+    reason = TaskEvent.objects.get(task_id=task.id, kind=EventKind.FAILED).reason
+    assert "did not answer initialize within 1 s" in reason
+    notes = TaskEvent.objects.filter(task_id=task.id, kind=EventKind.HOST_NOTE)
+    assert notes.count() == 1  # started once, not again and again
+
+
+def test_an_agent_that_forgot_its_session_gets_a_new_one_after_a_takeover(hosted, host):
+    task = hosted("rfc-forgetful", "echo before")
+    wait_text(task.id, "before")
+    wait_for(lambda: turn_over(task.id), 20, "the turn to end")
+    first = host.supervisors.pop(0)
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=20)
+    host.start_supervisor()
+    say(task.id, "echo after")
+    assert wait_text(task.id, "after") == ["before", "after"]
+    note = TaskEvent.objects.get(task_id=task.id, data__what="new_session")
+    assert "refused to take the session up (-32002" in note.data["detail"]
+
+
 def test_cancel_while_the_agent_waits_for_permission_tells_it_cancelled(hosted):
     task = hosted("rfc-agent", "ask")
     wait_state(task.id, State.INPUT_REQUIRED)
@@ -227,6 +276,7 @@ def test_a_pause_suspends_an_rfc_agent_in_its_mode_and_a_resume_carries_input(ho
         20, "the agent to answer session/suspend with its handle",
     )  # fmt: skip
     wait_for(lambda: turn_over(task.id), 20, "the turn to end")
+    assert HostedSession.objects.get(task_id=task.id).capabilities["supportsSuspend"] is True
     before = "".join(agent_texts(task.id))
     if mode == "wait_for_completion":  # the turn ran to its end, its output written
         assert "tick 25" in before and "suspended wait_for_completion" in before

@@ -3,11 +3,11 @@ that implements seed 004's suspend RFC from the agent's side. tests/runtime/test
 hosts it under Taskdeck's supervisor (a2a/acp_host) as a real process over stdio.
 
 Run as `python rfc_agent.py` with RFC_AGENT_STATE_DIR set (and RFC_AGENT_NO_RESUME=1 to
-offer session/load only): a directory where it keeps each
-session's history (so a new process can take a session over with session/load, which
-replays it, or session/resume, which does not) and `prompts.log`, one line per prompt
-received ("<pid> <sessionId> <text>"), written before acting on it: the tests count these
-to prove that no prompt is sent twice.
+offer session/load only, RFC_AGENT_FORGETFUL=1 to forget sessions with its process): a
+directory where it keeps each session's history (so a new process can take a session
+over with session/load, which replays it, or session/resume, which does not) and
+`prompts.log`, one line per prompt received ("<pid> <sessionId> <text>"), written before
+acting on it: the tests count these to prove that no prompt is sent twice.
 
 It declares loadSession, stable session/resume, and the seed's supportsSuspend,
 supportsAwaitResumption and resumeCauses (in `_meta["taskdeck/suspend"]` and at the root of
@@ -31,6 +31,8 @@ from acp import PROTOCOL_VERSION, RequestError, run_agent
 from acp.router import Route
 
 STATE = Path(os.environ["RFC_AGENT_STATE_DIR"])
+# keeps sessions in memory only: a new process knows none (it still offers resume and load)
+FORGETFUL = os.environ.get("RFC_AGENT_FORGETFUL") == "1"
 CAUSES = ["explicit_resume", "condition_fired", "timeout", "external_event"]
 SUSPEND = {"supportsSuspend": True, "supportsAwaitResumption": True, "resumeCauses": CAUSES}
 
@@ -116,7 +118,7 @@ class RfcAgent:
 
     async def load_session(self, params: dict[str, Any]) -> None:
         s = Session(params.get("sessionId", ""))
-        if not s.load():
+        if FORGETFUL or not s.load():
             raise RequestError(-32002, "unknown session", {"sessionId": s.id})
         self.sessions[s.id] = s
         for update in s.history:
@@ -127,7 +129,7 @@ class RfcAgent:
         s = self.sessions.get(params.get("sessionId", ""))
         if s is None:
             s = Session(params.get("sessionId", ""))
-            if not s.load():
+            if FORGETFUL or not s.load():
                 raise RequestError(-32002, "unknown session", {"sessionId": s.id})
             self.sessions[s.id] = s
         meta = params.get("_meta") or {}
