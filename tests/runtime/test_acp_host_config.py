@@ -19,13 +19,13 @@ def test_an_editors_entry_becomes_a_skill():
         {
             "type": "custom",
             "command": "npx",
-            "args": ["-y", "@zed-industries/claude-code-acp"],
+            "args": ["-y", "@agentclientprotocol/claude-agent-acp"],
             "env": [{"name": "ANTHROPIC_API_KEY", "value": "k"}],
         },
     )
     assert agent.skill_id == "claude-code" and agent.args == (
         "-y",
-        "@zed-industries/claude-code-acp",
+        "@agentclientprotocol/claude-agent-acp",
     )
     assert agent.env == {"ANTHROPIC_API_KEY": "k"}  # Zed's list form of env
     card = agent.card()
