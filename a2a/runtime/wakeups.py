@@ -27,12 +27,12 @@ from a2a.runtime.models import RunLease
 
 
 def on_task_event(event: TaskEvent) -> None:
-    if event.task.skill in skills.run_elsewhere():
-        return  # run by its provider's own processes (a hosted ACP agent's: a2a.acp_host)
     if event.kind != EventKind.RESUMED and not is_user_message(event.kind, event.data):
         return  # the agent's own output wakes nobody
     if event.to_state not in (State.SUBMITTED, State.WORKING):
         return  # e.g. resumed back to input-required: waits for its answer, not for a worker
+    if event.task.skill in skills.run_elsewhere():
+        return  # run by its provider's own processes (a hosted ACP agent's: a2a.acp_host)
     if event.kind == EventKind.CREATED:
         if not inline.take(event.task_id, event.task.skill):
             _first_run(event.task_id)
