@@ -53,6 +53,13 @@ class Host:
         self.supervisors.append(proc)
         return proc
 
+    def replace_supervisor(self) -> None:
+        """SIGKILL the oldest supervisor (no goodbye: its holds lapse) and start another."""
+        first = self.supervisors.pop(0)
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=20)
+        self.start_supervisor()
+
     def prompts(self) -> list[str]:
         log = self.state_dir / "prompts.log"
         return log.read_text().splitlines() if log.exists() else []
@@ -241,10 +248,7 @@ def test_an_agent_that_forgot_its_session_gets_a_new_one_after_a_takeover(hosted
     task = hosted("rfc-forgetful", "echo before")
     wait_text(task.id, "before")
     wait_for(lambda: turn_over(task.id), 20, "the turn to end")
-    first = host.supervisors.pop(0)
-    first.send_signal(signal.SIGKILL)
-    first.wait(timeout=20)
-    host.start_supervisor()
+    host.replace_supervisor()
     say(task.id, "echo after")
     assert wait_text(task.id, "after") == ["before", "after"]
     note = TaskEvent.objects.get(task_id=task.id, data__what="new_session")
@@ -426,11 +430,8 @@ def test_a_line_that_breaks_the_connection_stops_the_agent_and_fails_its_turn(ho
 def test_a_killed_supervisor_is_replaced_and_no_prompt_is_sent_twice(hosted, host):
     task = hosted("rfc-agent", "slow 200")
     wait_text(task.id, "tick 1")
-    first = host.supervisors.pop(0)
     row = HostedSession.objects.get(task_id=task.id)
-    first.send_signal(signal.SIGKILL)
-    first.wait(timeout=20)
-    host.start_supervisor()
+    host.replace_supervisor()  # mid-turn
     wait_for(
         lambda: TaskEvent.objects.filter(task_id=task.id, data__what="takeover").exists(),
         30, "another supervisor to take the session over",
@@ -450,10 +451,7 @@ def test_a_takeover_with_session_load_does_not_record_the_replay_again(hosted, h
     task = hosted("rfc-load", "echo first")
     wait_text(task.id, "first")
     wait_for(lambda: turn_over(task.id), 20, "the turn to end")
-    first = host.supervisors.pop(0)
-    first.send_signal(signal.SIGKILL)
-    first.wait(timeout=20)
-    host.start_supervisor()
+    host.replace_supervisor()
     say(task.id, "echo second")
     assert wait_text(task.id, "second") == ["first", "second"]  # the replay is not recorded
     note = TaskEvent.objects.get(task_id=task.id, data__what="takeover")
