@@ -2,8 +2,8 @@
 
 Honest capabilities: Taskdeck declared no file system and no terminal
 (session.CLIENT_CAPABILITIES), so those requests are refused with -32601 and a message
-that says why, and the refusal is on the task's timeline. Updates go to the recorder,
-permission requests to the inbox (session.HostedRun.ask_permission).
+that says why, and the refusal is on the task's timeline. Updates and permission
+requests have routes of their own (session.HostedRun.on_update, on_permission_request).
 """
 
 from __future__ import annotations
@@ -19,16 +19,6 @@ if TYPE_CHECKING:
 class HostClient:
     def __init__(self, run: HostedRun) -> None:
         self.run = run
-
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        if session_id == self.run.row.session_id or not self.run.row.session_id:
-            self.run.recorder.receive(update)
-            await self.run.recorder.drain()
-
-    async def request_permission(
-        self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
-    ) -> Any:
-        return await self.run.ask_permission(tool_call, options)
 
     async def _refuse(self, what: str) -> None:
         detail = (

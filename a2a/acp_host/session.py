@@ -388,10 +388,17 @@ class HostedRun:
                 use_unstable_protocol=True,
             )
         )
-        router = self.conn._conn._handler  # the SDK's MessageRouter (pinned SDK version)
-        router.add_route(
-            Route(method="session/await_resumption", func=self.await_resumption, kind="request")
-        )
+        # Our own routes on the SDK's router (pinned SDK version): the seed's
+        # session/await_resumption, and the two it has typed routes for, which would copy
+        # `_meta` keys over their typed parameters (`_meta: {"options": …}` replacing the
+        # options), as its agent-side routes did for the ACP door.
+        router = self.conn._conn._handler
+        for method, func, kind in (
+            ("session/await_resumption", self.await_resumption, "request"),
+            ("session/request_permission", self.on_permission_request, "request"),
+            ("session/update", self.on_update, "notification"),
+        ):
+            router.add_route(Route(method=method, func=func, kind=kind))
         self.conn._conn.add_observer(self.heard)
         params = {
             "protocolVersion": 1,
@@ -589,6 +596,17 @@ class HostedRun:
             await store.in_db(store.save)(self.row, "agent_handle")
 
     # ----- requests from the agent -------------------------------------------------------
+
+    async def on_update(self, params: Any) -> None:
+        """session/update: queued before any await (arrival order is kept), then written."""
+        note = s.SessionNotification.model_validate(params)
+        if note.session_id == self.row.session_id or not self.row.session_id:
+            self.recorder.receive(note.update)
+            await self.recorder.drain()
+
+    async def on_permission_request(self, params: Any) -> Any:
+        request = s.RequestPermissionRequest.model_validate(params)
+        return await self.ask_permission(request.tool_call, request.options)
 
     async def ask_permission(self, tool_call: Any, options: list[Any]) -> Any:
         """session/request_permission: an input request; the answer is the outcome."""

@@ -187,9 +187,12 @@ def test_tool_calls_plan_and_resources_are_recorded_in_order(hosted):
 # ----- permission requests ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("decision", "option"), [("approve", "allow"), ("reject", "reject")])
-def test_a_permission_request_is_answered_from_the_inbox(hosted, decision, option):
-    task = hosted("rfc-agent", "ask")
+@pytest.mark.parametrize(
+    ("prompt", "decision", "option"),
+    [("ask", "approve", "allow"), ("ask", "reject", "reject"), ("ask meta", "approve", "allow")],
+)
+def test_a_permission_request_is_answered_from_the_inbox(hosted, prompt, decision, option):
+    task = hosted("rfc-agent", prompt)
     wait_state(task.id, State.INPUT_REQUIRED)
     request = Task.objects.get(pk=task.id).input_request
     assert request["title"] == "Allow: Delete build/"

@@ -208,7 +208,11 @@ class RfcAgent:
         return "end_turn"
 
     async def cmd_ask(self, s: Session, rest: str) -> str:
+        """`ask meta`: the request also carries `_meta` keys named like its parameters,
+        which a client must not mistake for them."""
+        meta = {"_meta": {"options": "not these", "sessionId": "nor this"}} if rest else {}
         answer = await self.conn._conn.send_request("session/request_permission", {
+            **meta,
             "sessionId": s.id,
             "toolCall": {"toolCallId": "p1", "title": "Delete build/", "kind": "delete",
                          "status": "pending"},
