@@ -8,7 +8,7 @@ import binascii
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import F, Prefetch, Q, Window
 from django.db.models.functions import RowNumber
@@ -161,3 +161,19 @@ def list_tasks(
         page_size=page_size,
         total_size=total,
     )
+
+
+def input_answer(task_id: str, request_id: str) -> dict[str, Any] | None:
+    """The validated answer to a task's input request `request_id` (its `input_provided`
+    event's data: values, decision, messageSeq), or None while it is unanswered."""
+    from a2a.event_kinds import EventKind
+    from a2a.models import TaskEvent
+
+    for data in (
+        TaskEvent.objects.filter(task_id=task_id, kind=EventKind.INPUT_PROVIDED)
+        .order_by("-id")
+        .values_list("data", flat=True)
+    ):
+        if data.get("requestId") == request_id:
+            return data
+    return None

@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 from acp import schema as s
 
 from a2a import services
-from a2a.acp_host import config, store
+from a2a.acp_host import config
 from a2a.errors import NotAllowedNow, TaskError
 from a2a.lifecycle import TERMINAL
+from a2a.runtime.faults import in_db_thread as in_db  # fault-guarded, one DB thread
 from a2a.services import checks
 from a2a.validation import ValidationFailed
 
@@ -185,7 +186,7 @@ class Recorder:
             self.held.append(fn)
             return
         try:
-            await store.in_db(fn)()
+            await in_db(fn)()
         except NotAllowedNow:
             self.held.append(fn)  # paused: written when the task works again
         except (TaskError, ValidationFailed) as exc:
@@ -202,7 +203,7 @@ class Recorder:
             return
         while self.held:
             try:
-                await store.in_db(self.held[0])()
+                await in_db(self.held[0])()
             except NotAllowedNow:
                 return
             except (TaskError, ValidationFailed) as exc:

@@ -32,7 +32,7 @@ from acp import RequestError, spawn_agent_process
 from acp import schema as s
 from acp.router import Route
 
-from a2a import services
+from a2a import selectors, services
 from a2a.acp_host import config, store
 from a2a.acp_host.permissions import answer_to_outcome, as_input_request
 from a2a.acp_host.recorder import Recorder
@@ -43,6 +43,7 @@ from a2a.lifecycle import PAUSED, TERMINAL, State, TransitionRefused
 from a2a.models import Suspension
 from a2a.runtime import faults, leases
 from a2a.runtime.executor import announce_release
+from a2a.runtime.faults import in_db_thread as in_db  # fault-guarded, one DB thread
 from a2a.validation import ValidationFailed
 
 REFUSED = (TaskError, TransitionRefused)  # the services said no (the task moved meanwhile)
@@ -111,7 +112,7 @@ class HostedRun:
 
     async def main(self) -> None:
         try:
-            self.row = await store.in_db(store.session)(self.task_id)
+            self.row = await in_db(store.session)(self.task_id)
             while not self.finished:
                 self.nudge.clear()
                 try:
@@ -121,8 +122,7 @@ class HostedRun:
                         raise
                     # the database went away: the agent and its turn live on; look again
                     log.warning("task %s: database fault (%s)", self.task_id, exc)
-                    await store.in_db(faults.discard_connections)()
-                    await asyncio.sleep(1.0)
+                    await asyncio.sleep(1.0)  # its connections were closed (faults.guarded)
                     continue
                 if self.finished:
                     break
@@ -140,10 +140,10 @@ class HostedRun:
         finally:
             await self.stop_process()
             with contextlib.suppress(Exception):
-                await store.in_db(store.let_go)(self.task_id, self.me)
+                await in_db(store.let_go)(self.task_id, self.me)
 
     async def step(self) -> None:
-        snap = await store.in_db(store.snapshot)(self.task_id, self.row.consumed)
+        snap = await in_db(store.snapshot)(self.task_id, self.row.consumed)
         if snap is None or snap.state in TERMINAL:
             await self.end(snap)
             return
@@ -169,14 +169,14 @@ class HostedRun:
             await self.next_turn(snap)
 
     async def next_turn(self, snap: store.Snapshot) -> None:
-        served = await store.in_db(leases.claim)(self.task_id, self.me)
+        served = await in_db(leases.claim)(self.task_id, self.me)
         if served is None:
             return  # not runnable after all, or a turn lease still held (a dead holder's)
         try:
             if snap.state == State.SUBMITTED:
-                await store.in_db(services.start_task)(self.task_id, actor=self.actor)
+                await in_db(services.start_task)(self.task_id, actor=self.actor)
             elif snap.last_resumed is not None:  # ends "resumed, waiting for a worker"
-                await store.in_db(services.note_pickup)(self.task_id, actor=self.actor)
+                await in_db(services.note_pickup)(self.task_id, actor=self.actor)
         except REFUSED:
             await self.release(served)  # it moved meanwhile (cancelled, paused): look again
             return
@@ -184,7 +184,7 @@ class HostedRun:
             await self.ensure_session()
         except Exception as exc:
             if faults.is_infrastructure(exc):
-                await store.in_db(leases.release)(self.task_id, None, self.me)
+                await in_db(leases.release)(self.task_id, None, self.me)
                 raise
             await self.cannot_start(exc, served)
             return
@@ -195,7 +195,7 @@ class HostedRun:
             and self.resumes_to_agent(last)
         ):
             self.row.resumed_to_agent = last.id
-            await store.in_db(store.save)(self.row, "resumed_to_agent")
+            await in_db(store.save)(self.row, "resumed_to_agent")
             await self.start_turn(self.pass_resume(last), served, None)
         elif snap.next_message is not None:
             msg = snap.next_message
@@ -216,9 +216,9 @@ class HostedRun:
         return "resume" in (caps.get("sessionCapabilities") or {})
 
     async def start_turn(self, work: Any, served: int, consumed: int | None) -> None:
-        if not await store.in_db(store.start_turn)(self.row, consumed, self.me):
+        if not await in_db(store.start_turn)(self.row, consumed, self.me):
             work.close()  # never sent: another supervisor holds the session now
-            await store.in_db(leases.release)(self.task_id, None, self.me)
+            await in_db(leases.release)(self.task_id, None, self.me)
             self.finished = True
             return
         self.turn_served = served
@@ -252,13 +252,13 @@ class HostedRun:
             await self.note("cancelled_turn", self.recorder.cancel_note)
         elif stop in ("max_tokens", "max_turn_requests", "refusal"):
             await self.note("refused", f"the agent ended its turn: {stop}")
-        await store.in_db(store.end_turn)(self.row)
+        await in_db(store.end_turn)(self.row)
         await self.release(self.turn_served)
 
     async def release(self, served: int) -> None:
-        again = await store.in_db(leases.release)(self.task_id, served, self.me)
+        again = await in_db(leases.release)(self.task_id, served, self.me)
         if not again:
-            await store.in_db(announce_release)(self.task_id)
+            await in_db(announce_release)(self.task_id)
         self.nudge.set()
 
     async def check_stalled(self) -> None:
@@ -296,7 +296,7 @@ class HostedRun:
                 "the previous host of this session stopped during a turn: the rest of that "
                 "turn is lost, and its prompt is not sent again",
             )
-            await store.in_db(store.end_turn)(row)
+            await in_db(store.end_turn)(row)
         caps = row.capabilities or {}
         taken = {"sessionId": row.session_id, "cwd": cwd, "mcpServers": []}
         how, why = "", "the agent can neither resume nor load a session"
@@ -322,7 +322,7 @@ class HostedRun:
             )
             return
         row.takeovers += 1
-        await store.in_db(store.save)(row, "takeovers")
+        await in_db(store.save)(row, "takeovers")
         await self.note("takeover", f"the session was taken up again with {how}")
 
     async def new_session(self, cwd: str) -> None:
@@ -330,7 +330,7 @@ class HostedRun:
             self.conn._conn.send_request("session/new", {"cwd": cwd, "mcpServers": []}), "new"
         )
         self.row.session_id = s.NewSessionResponse.model_validate(answer).session_id
-        await store.in_db(store.save)(self.row, "session_id")
+        await in_db(store.save)(self.row, "session_id")
 
     async def cannot_start(self, exc: BaseException, served: int) -> None:
         """The agent could not be started or its session opened: the task ends saying why,
@@ -346,10 +346,10 @@ class HostedRun:
     async def give_up(self, reason: str) -> None:
         """End the task: failed when it was working, cancelled when it waited (for an
         answer, or paused): the agent behind it is gone."""
-        state = await store.in_db(store.task_state)(self.task_id)
+        state = await in_db(store.task_state)(self.task_id)
         act = services.fail_task if state == State.WORKING else services.cancel_task
         with contextlib.suppress(*REFUSED):
-            await store.in_db(act)(self.task_id, actor=self.actor, reason=reason[:2000])
+            await in_db(act)(self.task_id, actor=self.actor, reason=reason[:2000])
 
     def cwd(self) -> str:
         if self.agent.cwd:
@@ -410,7 +410,7 @@ class HostedRun:
         s.InitializeResponse.model_validate(raw)
         caps = raw.get("agentCapabilities") if isinstance(raw, dict) else None
         self.row.capabilities = caps if isinstance(caps, dict) else {}
-        await store.in_db(store.save)(self.row, "capabilities")
+        await in_db(store.save)(self.row, "capabilities")
 
     def client_for(self, _conn: Any) -> Any:
         from a2a.acp_host.client import HostClient
@@ -470,7 +470,7 @@ class HostedRun:
         said = f"; its last words on stderr: {tail}" if tail else ""
         await self.note("exited", detail + (" during a turn" if in_turn else "") + said)
         if in_turn:
-            await store.in_db(store.end_turn)(self.row)
+            await in_db(store.end_turn)(self.row)
             await self.give_up(f"{detail} during a turn")
             await self.release(self.turn_served)
 
@@ -484,7 +484,7 @@ class HostedRun:
         if self.turn is not None:
             self.turn.cancel()
             self.turn = None
-            await store.in_db(store.end_turn)(self.row)
+            await in_db(store.end_turn)(self.row)
         self.finished = True
 
     # ----- work sent to the agent -------------------------------------------------------
@@ -565,7 +565,7 @@ class HostedRun:
         """A pause the agent has not heard of yet."""
         self.row.acted_on = susp.id
         self.row.agent_handle = ""  # a handle belongs to one suspension
-        await store.in_db(store.save)(self.row, "acted_on", "agent_handle")
+        await in_db(store.save)(self.row, "acted_on", "agent_handle")
         if susp.initiator != Suspension.Initiator.CLIENT:
             return  # the agent's own park: it knows
         caps = suspend_caps(self.row.capabilities or {})
@@ -593,7 +593,7 @@ class HostedRun:
         handle = answer.get("handle") if isinstance(answer, dict) else None
         if self.row.acted_on == susp.id:  # still the pause it answered
             self.row.agent_handle = str(handle or "")[:200]
-            await store.in_db(store.save)(self.row, "agent_handle")
+            await in_db(store.save)(self.row, "agent_handle")
 
     # ----- requests from the agent -------------------------------------------------------
 
@@ -619,7 +619,7 @@ class HostedRun:
                 while True:
                     if self.turn_epoch != epoch:
                         return CANCELLED  # its turn was cancelled meanwhile
-                    state = await store.in_db(store.task_state)(self.task_id)
+                    state = await in_db(store.task_state)(self.task_id)
                     if state in TERMINAL or state is None:
                         return CANCELLED
                     if state == State.WORKING:
@@ -632,7 +632,7 @@ class HostedRun:
                 request = as_input_request(tool_call, options)
                 explanation = request.pop("explanation")
                 try:
-                    canonical = await store.in_db(services.request_input)(
+                    canonical = await in_db(services.request_input)(
                         self.task_id, actor=self.actor, explanation=explanation, request=request
                     )
                 except (*REFUSED, ValidationFailed) as exc:
@@ -648,7 +648,7 @@ class HostedRun:
     async def deliver_permission(self) -> None:
         assert self.permission is not None
         request_id, options, fut = self.permission
-        answered = await store.in_db(store.answer)(self.task_id, request_id)
+        answered = await in_db(selectors.input_answer)(self.task_id, request_id)
         if answered is None:
             return
         self.permission = None
@@ -672,7 +672,7 @@ class HostedRun:
         await self.recorder.flush_text()
         summary = params.get("summary") if isinstance(params.get("summary"), str) else ""
         try:
-            outcome = await store.in_db(services.park_task)(
+            outcome = await in_db(services.park_task)(
                 self.task_id,
                 actor=self.actor,
                 reason=reason,
@@ -686,14 +686,14 @@ class HostedRun:
             raise RequestError(-32011, f"cannot park now: {exc}") from None
         susp = outcome.suspension
         self.row.acted_on = susp.id
-        await store.in_db(store.save)(self.row, "acted_on")
+        await in_db(store.save)(self.row, "acted_on")
         self.nudge.set()
         return {"handle": susp.handle, "suspendedAt": susp.suspended_at.isoformat()}
 
     async def note(self, what: str, detail: str) -> None:
         detail = detail.replace("\x00", "")  # e.g. from its stderr: not storable
         with contextlib.suppress(*REFUSED, ValidationFailed):
-            await store.in_db(services.note_host)(
+            await in_db(services.note_host)(
                 self.task_id, actor=self.actor, what=what, detail=detail
             )
 

@@ -1,4 +1,5 @@
-"""The supervisor's reads and bookkeeping writes (sync: called through `in_db`).
+"""The supervisor's reads and bookkeeping writes (sync: called through the runtime's
+fault-guarded database thread, a2a.runtime.faults.in_db_thread).
 
 Task changes go through `a2a.services`; what is written here is the host's own state of a
 session (who holds it, what was handed to the agent) and the run lease of a turn.
@@ -10,7 +11,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.db.models import F, Q
 from django.db.models.functions import Greatest
 from django.utils import timezone
@@ -21,12 +21,6 @@ from a2a.event_kinds import EventKind
 from a2a.lifecycle import TERMINAL
 from a2a.models import Message, Suspension, Task, TaskEvent
 from a2a.runtime.models import RunLease
-
-
-def in_db(fn: Any) -> Any:
-    """`fn` run in the process's one database thread: a supervisor's database work is
-    serial (it is small), so no two of its calls ever race on one connection."""
-    return sync_to_async(fn, thread_sensitive=True)
 
 
 def lease_seconds() -> float:
@@ -132,18 +126,6 @@ def snapshot(task_id: str, consumed: int) -> Snapshot | None:
         next_message=nxt,
         last_resumed=last,
     )
-
-
-def answer(task_id: str, request_id: str) -> dict[str, Any] | None:
-    """The validated answer to an input request: {values, decision, messageSeq}, or None."""
-    for data in (
-        TaskEvent.objects.filter(task_id=task_id, kind=EventKind.INPUT_PROVIDED)
-        .order_by("-id")
-        .values_list("data", flat=True)[:20]
-    ):
-        if data.get("requestId") == request_id:
-            return data
-    return None
 
 
 def task_state(task_id: str) -> str | None:

@@ -22,7 +22,8 @@ import signal
 from a2a.acp_host import config, store
 from a2a.acp_host.bell import SessionBell
 from a2a.acp_host.session import HostedRun
-from a2a.runtime.faults import describe, discard_connections, is_infrastructure
+from a2a.runtime.faults import describe, is_infrastructure
+from a2a.runtime.faults import in_db_thread as in_db  # fault-guarded, one DB thread
 from a2a.runtime.leases import WORKER_ID
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,6 @@ class Supervisor:
                 except Exception as exc:  # one bad row must not stop every session
                     if is_infrastructure(exc):
                         log.warning("ACP host: database unavailable (%s)", describe(exc))
-                        await store.in_db(discard_connections)()
                     else:
                         log.exception("ACP host: a tick failed")
                 waiter = asyncio.ensure_future(asyncio.to_thread(ringer.wait, poll))
@@ -73,9 +73,7 @@ class Supervisor:
             del self.runs[task_id]
         room = int(config.setting("MAX_SESSIONS")) - len(self.runs)
         taken = (
-            await store.in_db(store.claim_sessions)(self.me, list(self.runs), room)
-            if (room > 0)
-            else []
+            await in_db(store.claim_sessions)(self.me, list(self.runs), room) if (room > 0) else []
         )
         for task_id, agent_id in taken:
             agent = config.get(agent_id)
@@ -97,11 +95,9 @@ class Supervisor:
                 await self.renew()
             except Exception as exc:
                 log.warning("ACP host %s: could not renew its sessions (%s)", self.me, exc)
-                if is_infrastructure(exc):
-                    await store.in_db(discard_connections)()
 
     async def renew(self) -> None:
-        lost = await store.in_db(store.renew)(self.me, list(self.runs))
+        lost = await in_db(store.renew)(self.me, list(self.runs))
         for task_id in lost:
             log.warning("ACP host %s: the session of task %s was taken over", self.me, task_id)
             _, job = self.runs.pop(task_id, (None, None))

@@ -22,11 +22,10 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import transaction
 
-from a2a import services
+from a2a import selectors, services
 from a2a.conditions import parse_conditions
-from a2a.event_kinds import EventKind
 from a2a.lifecycle import TERMINAL, State
-from a2a.models import Suspension, Task, TaskEvent
+from a2a.models import Suspension, Task
 from a2a.runtime import faults
 from a2a.runtime.faults import InfrastructureFault
 from a2a.runtime.leases import WORKER_ID
@@ -413,15 +412,8 @@ def _load_task(task_id: str, *, lock: bool = False) -> Task:
 
 
 def _answer_to(task_id: str, request_id: str) -> dict[str, Any] | None:
-    event = (
-        TaskEvent.objects.filter(task_id=task_id, kind=EventKind.INPUT_PROVIDED)
-        .order_by("-id")
-        .values_list("data", flat=True)
-    )
-    for data in event:
-        if data.get("requestId") == request_id:
-            return data.get("values") or {}
-    return None
+    answered = selectors.input_answer(task_id, request_id)
+    return None if answered is None else answered.get("values") or {}
 
 
 def _suspension_outcome(task_id: str, seq: int) -> tuple[str, ResumeInfo | None]:

@@ -247,17 +247,6 @@ def test_an_agent_that_never_answers_initialize_fails_its_task_once(hosted):
     assert notes.count() == 1  # started once, not again and again
 
 
-def test_an_agent_that_forgot_its_session_gets_a_new_one_after_a_takeover(hosted, host):
-    task = hosted("rfc-forgetful", "echo before")
-    wait_text(task.id, "before")
-    wait_for(lambda: turn_over(task.id), 20, "the turn to end")
-    host.replace_supervisor()
-    say(task.id, "echo after")
-    assert wait_text(task.id, "after") == ["before", "after"]
-    note = TaskEvent.objects.get(task_id=task.id, data__what="new_session")
-    assert "refused to take the session up (-32002" in note.data["detail"]
-
-
 def test_cancel_while_the_agent_waits_for_permission_tells_it_cancelled(hosted):
     task = hosted("rfc-agent", "ask")
     wait_state(task.id, State.INPUT_REQUIRED)
@@ -390,6 +379,14 @@ def test_a_park_with_bad_conditions_is_refused_and_changes_nothing(hosted):
     assert not Suspension.objects.filter(task_id=task.id).exists()
 
 
+def test_a_park_without_a_reason_is_refused_and_changes_nothing(hosted):
+    task = hosted("rfc-agent", 'parkblank {"onEvent": "ci.done"}')
+    said = wait_text(task.id, "park refused")
+    assert "-32602" in said[-1] and "reason" in said[-1]
+    assert Task.objects.get(pk=task.id).state == State.WORKING
+    assert not Suspension.objects.filter(task_id=task.id).exists()
+
+
 # ----- faults -------------------------------------------------------------------------------
 
 
@@ -450,15 +447,25 @@ def test_a_killed_supervisor_is_replaced_and_no_prompt_is_sent_twice(hosted, hos
     assert HostedSession.objects.get(task_id=task.id).session_id == row.session_id
 
 
-def test_a_takeover_with_session_load_does_not_record_the_replay_again(hosted, host):
-    task = hosted("rfc-load", "echo first")
+@pytest.mark.parametrize(
+    ("skill", "what", "detail"),
+    [
+        ("rfc-load", "takeover", "session/load"),  # offers load only: its replay is muted
+        # offers resume but kept its sessions in memory: refused, so a new session
+        ("rfc-forgetful", "new_session", "refused to take the session up (-32002"),
+    ],
+)
+def test_a_takeover_between_turns_keeps_the_conversation_recorded_once(
+    hosted, host, skill, what, detail
+):
+    task = hosted(skill, "echo first")
     wait_text(task.id, "first")
     wait_for(lambda: turn_over(task.id), 20, "the turn to end")
     host.replace_supervisor()
     say(task.id, "echo second")
     assert wait_text(task.id, "second") == ["first", "second"]  # the replay is not recorded
-    note = TaskEvent.objects.get(task_id=task.id, data__what="takeover")
-    assert "session/load" in note.data["detail"]
+    note = TaskEvent.objects.get(task_id=task.id, data__what=what)
+    assert detail in note.data["detail"]
 
 
 # ----- a standard agent: @agentclientprotocol/sdk's example --------------------------------

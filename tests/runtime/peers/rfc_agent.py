@@ -243,8 +243,8 @@ class RfcAgent:
                 s.suspended.clear()  # finish_step / wait_for_completion: this tick finishes
         return "end_turn"
 
-    async def cmd_park(self, s: Session, rest: str) -> str:
-        params = {"sessionId": s.id, "reason": "waiting as asked",
+    async def cmd_park(self, s: Session, rest: str, reason: str = "waiting as asked") -> str:
+        params = {"sessionId": s.id, "reason": reason,
                   "conditions": json.loads(rest or "{}"),
                   "summary": "parked by rfc_agent"}  # fmt: skip
         try:
@@ -254,6 +254,10 @@ class RfcAgent:
             return "end_turn"
         await self.send(s, text(f"parked {answer.get('handle')}"))
         return "end_turn"
+
+    async def cmd_parkblank(self, s: Session, rest: str) -> str:
+        """Park without saying why: a host must refuse it."""
+        return await self.cmd_park(s, rest, reason="  ")
 
     async def cmd_read(self, s: Session, rest: str) -> str:
         """Ask the client for a file (fs/read_text_file), whatever it declared."""
@@ -268,8 +272,14 @@ class RfcAgent:
         return "end_turn"
 
     async def cmd_crash(self, s: Session, rest: str) -> str:
-        await self.send(s, text("about to crash"))
-        await asyncio.sleep(0.1)  # let the line leave before the process does
+        """Its last words written straight to the pipe (nothing else is queued in a turn
+        that just began), so they are there before the process exits: no waiting."""
+        said = text("about to crash")
+        s.history.append(said)
+        s.save()
+        note = {"jsonrpc": "2.0", "method": "session/update",
+                "params": {"sessionId": s.id, "update": said}}  # fmt: skip
+        os.write(1, json.dumps(note).encode() + b"\n")
         os._exit(3)
 
     async def cmd_hang(self, s: Session, rest: str) -> str:
