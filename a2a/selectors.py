@@ -14,6 +14,7 @@ from django.db.models import F, Prefetch, Q, Window
 from django.db.models.functions import RowNumber
 
 from a2a import access
+from a2a.prepared import Prepared
 from a2a.errors import TaskNotFound, ValidationFailed
 from a2a.lifecycle import PAUSED
 from a2a.models import Artifact, Message, Task
@@ -92,6 +93,8 @@ def get_task(
 ) -> TaskView:
     """One task; `history_length=None` means the whole history. Three queries at most
     (five with `checkpoint`). A task `visible_to` may not see is not found."""
+    if not checkpoint and isinstance(task_id, str):
+        return _get_task_prepared(task_id, history_length, visible_to)
     try:
         task = access.visible(_base(history_length, checkpoint=checkpoint), visible_to).get(
             pk=task_id
@@ -100,6 +103,56 @@ def get_task(
         raise TaskNotFound(str(task_id)) from None
     return _view(task)
 
+
+
+# GetTask's three reads, compiled once (a2a/prepared.py says why): the same querysets as
+# _base() and _recent_messages() build, for one task.
+_TASK = Prepared(
+    lambda id: Task.objects.select_related("current_suspension", "status_message").filter(
+        pk=id
+    ),
+    "id",
+)
+_TENANT_TASK = Prepared(
+    lambda id, owner: Task.objects.select_related(
+        "current_suspension", "status_message"
+    ).filter(pk=id, owner=owner),
+    "id",
+    "owner",
+)
+_HISTORY = Prepared(lambda task: Message.objects.filter(task_id=task).order_by("seq"), "task")
+_RECENT_HISTORY = Prepared(
+    lambda task, n: Message.objects.filter(task_id=task)
+    .annotate(_rank=Window(RowNumber(), order_by=F("seq").desc()))
+    .filter(_rank__lte=n)
+    .order_by("seq"),
+    "task",
+    "n",
+    ints=("n",),
+)
+_ARTIFACTS = Prepared(lambda task: Artifact.objects.filter(task_id=task).order_by("seq"), "task")
+
+
+def _get_task_prepared(
+    task_id: str, history_length: int | None, visible_to: Actor | None
+) -> TaskView:
+    if visible_to is not None and visible_to.restricted:
+        found = _TENANT_TASK.fetch(id=task_id, owner=visible_to.tenant)
+    else:
+        found = _TASK.fetch(id=task_id)
+    if not found:
+        raise TaskNotFound(task_id)
+    task = found[0]
+    if history_length is None:
+        history = _HISTORY.fetch(task=task.pk)
+    elif history_length != 0:
+        history = _RECENT_HISTORY.fetch(task=task.pk, n=history_length)
+    else:
+        history = []
+    artifacts = _ARTIFACTS.fetch(task=task.pk)
+    for row in (*history, *artifacts):  # as a prefetch would: row.task needs no query
+        type(row).task.field.set_cached_value(row, task)
+    return TaskView(task=task, history=history, artifacts=artifacts)
 
 @dataclass
 class TaskPage:

@@ -1,0 +1,110 @@
+"""Prepared reads (a2a/prepared.py) answer what the ORM answers, on both databases: the
+same rows, fields, JSON, times and related objects, for GetTask's three reads and for a
+reader who sees only their own tenant's tasks."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.db.models import Prefetch
+from django.test.utils import CaptureQueriesContext
+
+from a2a import selectors, services
+from a2a.errors import TaskNotFound
+from a2a.models import Artifact, Message, Task
+from a2a.prepared import Prepared, PreparedShapeError
+from a2a.selectors import _recent_messages
+from tests.conftest import AGENT, CLIENT, user_message
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _orm_view(task_id: str, history_length: int | None) -> selectors.TaskView:
+    """GetTask's reads as the ORM makes them (prefetches), to compare with."""
+    qs = Task.objects.select_related("current_suspension", "status_message").prefetch_related(
+        Prefetch("artifacts", queryset=Artifact.objects.order_by("seq"), to_attr="_artifacts")
+    )
+    if history_length != 0:
+        history = Prefetch("messages", _recent_messages(history_length), to_attr="_history")
+        qs = qs.prefetch_related(history)
+    task = qs.get(pk=task_id)
+    return selectors.TaskView(
+        task=task,
+        history=list(getattr(task, "_history", [])),
+        artifacts=list(task._artifacts),
+    )
+
+
+def _fields(obj) -> dict | None:
+    if obj is None:
+        return None
+    return {f.attname: getattr(obj, f.attname) for f in obj._meta.concrete_fields}
+
+
+@pytest.fixture(params=["paused", "completed"])
+def busy_task(request, make_task) -> Task:
+    """A task with messages, artifacts (JSON parts, metadata), either paused (an open
+    suspension) or completed (the agent's status message)."""
+    task = make_task("working")
+    for i in range(5):
+        services.add_message(task.id, user_message(f"more {i} \u00e9\u00e8"), actor=CLIENT)
+    for i in range(3):
+        services.add_artifact(
+            task.id,
+            actor=AGENT,
+            parts=[{"kind": "data", "data": {"n": i, "nested": [1, {"x": None}]}}],
+            name=f"a{i}",
+            metadata={"k": [i]},
+        )
+    if request.param == "paused":
+        services.pause_task(task.id, actor=CLIENT, reason="look")
+    else:
+        services.complete_task(task.id, actor=AGENT, text="done \u2713")
+    return Task.objects.get(pk=task.id)
+
+
+@pytest.mark.parametrize("history_length", [None, 0, 1, 3, 100])
+def test_get_task_reads_what_the_orm_reads(busy_task, history_length):
+    expected = _orm_view(busy_task.id, history_length)
+    with CaptureQueriesContext(connection) as queries:
+        got = selectors.get_task(busy_task.id, history_length=history_length)
+    assert len(queries) == (2 if history_length == 0 else 3)
+    assert _fields(got.task) == _fields(expected.task)
+    assert (got.task.current_suspension is None) == (got.task.state == "completed")
+    assert (got.task.status_message is None) == (got.task.state != "completed")
+    # select_related objects are there (no query), equal to the ORM's
+    with CaptureQueriesContext(connection) as lazy:
+        suspension, status = got.task.current_suspension, got.task.status_message
+        tasks_of_rows = {row.task.pk for row in (*got.history, *got.artifacts)}
+    assert len(lazy) == 0
+    assert _fields(suspension) == _fields(expected.task.current_suspension)
+    assert _fields(status) == _fields(expected.task.status_message)
+    assert tasks_of_rows <= {busy_task.id}
+    assert [_fields(m) for m in got.history] == [_fields(m) for m in expected.history]
+    assert [_fields(a) for a in got.artifacts] == [_fields(a) for a in expected.artifacts]
+    whole = 7 if got.task.state == "completed" else 6
+    assert len(got.history) == (whole if history_length in (None, 100) else history_length)
+    assert got.artifacts[2].parts == [{"kind": "data", "data": {"n": 2, "nested": [1, {"x": None}]}}]
+
+
+def test_a_tenant_reader_sees_only_its_own_tasks(busy_task):
+    from a2a.services import Actor
+
+    Task.objects.filter(pk=busy_task.id).update(owner="tenant-a")
+    own = Actor(kind="client", name="a", tenant="tenant-a", restricted=True)
+    other = Actor(kind="client", name="b", tenant="tenant-b", restricted=True)
+    assert selectors.get_task(busy_task.id, visible_to=own).task.pk == busy_task.id
+    with pytest.raises(TaskNotFound):
+        selectors.get_task(busy_task.id, visible_to=other)
+    with pytest.raises(TaskNotFound):
+        selectors.get_task("no-such-task")
+
+
+def test_a_shape_whose_value_the_lookup_rewrites_is_refused(busy_task):
+    """`__icontains` sends '%value%': a marker cannot be found, so nothing runs."""
+    prepared = Prepared(lambda text: Message.objects.filter(parts__icontains=text), "text")
+    with pytest.raises(PreparedShapeError, match="verbatim"):
+        prepared.fetch(text="more")
+    twice = Prepared(lambda id: Task.objects.filter(pk=id) | Task.objects.filter(pk=id), "id")
+    with pytest.raises(PreparedShapeError):
+        twice.fetch(id=busy_task.id)
