@@ -14,10 +14,10 @@ from django.db.models import F, Prefetch, Q, Window
 from django.db.models.functions import RowNumber
 
 from a2a import access
-from a2a.prepared import Prepared
 from a2a.errors import TaskNotFound, ValidationFailed
 from a2a.lifecycle import PAUSED
 from a2a.models import Artifact, Message, Task
+from a2a.prepared import Prepared
 
 if TYPE_CHECKING:
     from a2a.services import Actor
@@ -104,28 +104,27 @@ def get_task(
     return _view(task)
 
 
-
 # GetTask's three reads, compiled once (a2a/prepared.py says why): the same querysets as
 # _base() and _recent_messages() build, for one task.
 _TASK = Prepared(
-    lambda id: Task.objects.select_related("current_suspension", "status_message").filter(
-        pk=id
-    ),
+    lambda id: Task.objects.select_related("current_suspension", "status_message").filter(pk=id),
     "id",
 )
 _TENANT_TASK = Prepared(
-    lambda id, owner: Task.objects.select_related(
-        "current_suspension", "status_message"
-    ).filter(pk=id, owner=owner),
+    lambda id, owner: Task.objects.select_related("current_suspension", "status_message").filter(
+        pk=id, owner=owner
+    ),
     "id",
     "owner",
 )
 _HISTORY = Prepared(lambda task: Message.objects.filter(task_id=task).order_by("seq"), "task")
 _RECENT_HISTORY = Prepared(
-    lambda task, n: Message.objects.filter(task_id=task)
-    .annotate(_rank=Window(RowNumber(), order_by=F("seq").desc()))
-    .filter(_rank__lte=n)
-    .order_by("seq"),
+    lambda task, n: (
+        Message.objects.filter(task_id=task)
+        .annotate(_rank=Window(RowNumber(), order_by=F("seq").desc()))
+        .filter(_rank__lte=n)
+        .order_by("seq")
+    ),
     "task",
     "n",
     ints=("n",),
@@ -153,6 +152,7 @@ def _get_task_prepared(
     for row in (*history, *artifacts):  # as a prefetch would: row.task needs no query
         type(row).task.field.set_cached_value(row, task)
     return TaskView(task=task, history=history, artifacts=artifacts)
+
 
 @dataclass
 class TaskPage:

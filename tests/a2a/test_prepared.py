@@ -84,7 +84,9 @@ def test_get_task_reads_what_the_orm_reads(busy_task, history_length):
     assert [_fields(a) for a in got.artifacts] == [_fields(a) for a in expected.artifacts]
     whole = 7 if got.task.state == "completed" else 6
     assert len(got.history) == (whole if history_length in (None, 100) else history_length)
-    assert got.artifacts[2].parts == [{"kind": "data", "data": {"n": 2, "nested": [1, {"x": None}]}}]
+    assert got.artifacts[2].parts == [
+        {"kind": "data", "data": {"n": 2, "nested": [1, {"x": None}]}}
+    ]
 
 
 def test_a_tenant_reader_sees_only_its_own_tasks(busy_task):
