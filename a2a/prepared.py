@@ -33,6 +33,7 @@ from django.db import connections
 from django.db.models import Model, QuerySet
 from django.db.models.query import get_related_populators
 from django.db.models.sql.compiler import SQLCompiler
+from django.db.transaction import TransactionManagementError
 
 # Unlikely to occur in any real query: the marker values a prepared query is compiled with.
 # The integers are positive and fit a 32-bit column: the ORM refuses to compile a compare
@@ -57,6 +58,7 @@ class _Compiled:
     init_list: list[str]
     model_fields: slice
     extra_columns: bool
+    for_update: bool
 
 
 class Prepared:
@@ -111,6 +113,7 @@ class Prepared:
             init_list=[f[0].target.attname for f in compiler.select[model_fields]],
             model_fields=model_fields,
             extra_columns=compiler.has_extra_select,
+            for_update=queryset.query.select_for_update,
         )
 
     def fetch(self, using: str = "default", **values: Any) -> list[Model]:
@@ -122,6 +125,10 @@ class Prepared:
         for position, name in compiled.positions:
             params[position] = values[name]
         connection = connections[using]
+        if compiled.for_update and connection.get_autocommit():  # as the ORM refuses it
+            raise TransactionManagementError(
+                "select_for_update cannot be used outside of a transaction."
+            )
         with connection.cursor() as cursor:
             cursor.execute(compiled.sql, params)
             rows = cursor.fetchall()

@@ -21,7 +21,8 @@ from a2a import notify, services
 from a2a.errors import TaskError, TransitionRefused
 from a2a.formats import text_of
 from a2a.lifecycle import TERMINAL, State
-from a2a.models import Suspension, Task
+from a2a.models import Message, Suspension, Task
+from a2a.prepared import Prepared
 from a2a.runtime import faults, leases, registry, wakeups
 from a2a.runtime.context import (
     IDLE,
@@ -110,6 +111,19 @@ def _hand_back(task_id: str, error: str) -> str:
     return f"fault {lease.faults} in a row ({error}); retrying in {delay:.1f} s"
 
 
+# A slice's reads, compiled once (a2a/prepared.py): every run starts with them.
+_TASK = Prepared(lambda id: Task.objects.filter(pk=id), "id")
+_STEPS = Prepared(lambda task: StepRecord.objects.filter(task_id=task), "task")
+_MESSAGES = Prepared(lambda task: Message.objects.filter(task_id=task).order_by("seq"), "task")
+_LAST_RESUMED = Prepared(
+    lambda task, ending: Suspension.objects.filter(task_id=task, ending=ending).order_by(
+        "-ended_at", "-id"
+    )[:1],
+    "task",
+    "ending",
+)
+
+
 def _snapshot(
     task_id: str, fresh: bool = False
 ) -> tuple[Task, dict[int, StepRecord], list[dict], ResumeInfo | None]:
@@ -118,22 +132,22 @@ def _snapshot(
     is still submitted it never ran and was never paused, so it has no steps and no
     suspension to read."""
     close_old_connections()
-    task = Task.objects.get(pk=task_id)
+    found = _TASK.fetch(id=task_id)
+    if not found:
+        raise Task.DoesNotExist(task_id)
+    task = found[0]
     first = fresh and task.state == State.SUBMITTED
     if task.state == State.SUBMITTED:
         task = services.start_task(task_id, actor=services.Actor("agent", task.skill))
-    steps = {} if first else {s.seq: s for s in StepRecord.objects.filter(task_id=task_id)}
+    steps = {} if first else {s.seq: s for s in _STEPS.fetch(task=task_id)}
     transcript = [
         {**_message(m.role, m.parts), "messageId": m.message_id}
-        for m in task.messages.order_by("seq")
+        for m in _MESSAGES.fetch(task=task_id)
     ]
     last = None
     if not first:
-        last = (
-            Suspension.objects.filter(task_id=task_id, ending=Suspension.Ending.RESUMED)
-            .order_by("-ended_at", "-id")
-            .first()
-        )
+        resumed = _LAST_RESUMED.fetch(task=task_id, ending=Suspension.Ending.RESUMED.value)
+        last = resumed[0] if resumed else None
     resume = None
     if last is not None:
         previous = State.PAUSED_BY_AGENT if last.initiator == "agent" else State.PAUSED_BY_CLIENT

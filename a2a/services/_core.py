@@ -17,6 +17,7 @@ from a2a import access, events
 from a2a.errors import TaskNotFound, ValidationFailed
 from a2a.event_kinds import EventKind
 from a2a.models import Message, Task, TaskEvent
+from a2a.prepared import Prepared
 from a2a.services import checks
 
 
@@ -80,6 +81,9 @@ def now() -> datetime:
     return timezone.now()
 
 
+_LOCK = Prepared(lambda id: Task.objects.select_for_update().filter(pk=id), "id")
+
+
 def lock(task_id: str, actor: Actor | None = None) -> Task:
     """The task, row-locked until the transaction ends (a no-op on SQLite, where the
     IMMEDIATE transaction already holds the database's write lock). A task `actor` may not
@@ -89,10 +93,16 @@ def lock(task_id: str, actor: Actor | None = None) -> Task:
     version, but a joined row from the statement's older snapshot (PostgreSQL's READ
     COMMITTED), so a suspension the other writer just opened would read as none
     (tests/a2a/test_races.py::test_fifty_concurrent_pauses_make_one_suspension)."""
-    try:
-        task = Task.objects.select_for_update().get(pk=task_id)
-    except (Task.DoesNotExist, ValueError, TypeError):
-        raise TaskNotFound(str(task_id)) from None
+    if isinstance(task_id, str):  # the usual case, compiled once (a2a/prepared.py)
+        found = _LOCK.fetch(id=task_id)
+        if not found:
+            raise TaskNotFound(task_id)
+        task = found[0]
+    else:
+        try:
+            task = Task.objects.select_for_update().get(pk=task_id)
+        except (Task.DoesNotExist, ValueError, TypeError):
+            raise TaskNotFound(str(task_id)) from None
     if actor is not None and not access.may_act(actor, task.owner):
         raise TaskNotFound(str(task_id))
     return task

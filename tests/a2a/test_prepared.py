@@ -110,3 +110,16 @@ def test_a_shape_whose_value_the_lookup_rewrites_is_refused(busy_task):
     twice = Prepared(lambda id: Task.objects.filter(pk=id) | Task.objects.filter(pk=id), "id")
     with pytest.raises(PreparedShapeError):
         twice.fetch(id=busy_task.id)
+
+
+def test_a_prepared_row_lock_needs_a_transaction(busy_task):
+    """As the ORM's select_for_update: outside a transaction the lock would end at once."""
+    from django.db import transaction
+    from django.db.transaction import TransactionManagementError
+
+    from a2a.services._core import _LOCK
+
+    with pytest.raises(TransactionManagementError):
+        _LOCK.fetch(id=busy_task.id)
+    with transaction.atomic():
+        assert _LOCK.fetch(id=busy_task.id)[0].pk == busy_task.id
