@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connections
-from django.db.models import Model, QuerySet
-from django.db.models.query import get_related_populators
+from django.db.models import QuerySet
+from django.db.models.query import ModelIterable, get_related_populators
 from django.db.models.sql.compiler import SQLCompiler
 from django.db.transaction import TransactionManagementError
 
@@ -52,7 +52,7 @@ class _Compiled:
     params: tuple[Any, ...]
     positions: tuple[tuple[int, str], ...]
     select: list
-    klass_info: dict
+    klass_info: dict | None
     annotation_col_map: dict
     col_count: int
     init_list: list[str]
@@ -99,8 +99,9 @@ class Prepared:
                 f"each parameter must appear once, verbatim, in the compiled query; "
                 f"found {found} for {list(self.names)}"
             )
-        klass_info = compiler.klass_info
-        select_fields = klass_info["select_fields"]
+        # values()/values_list() querysets give rows, not model instances
+        klass_info = compiler.klass_info if queryset._iterable_class is ModelIterable else None
+        select_fields = klass_info["select_fields"] if klass_info else [0, compiler.col_count - 1]
         model_fields = slice(select_fields[0], select_fields[-1] + 1)
         return _Compiled(
             sql=sql,
@@ -110,14 +111,17 @@ class Prepared:
             klass_info=klass_info,
             annotation_col_map=compiler.annotation_col_map or {},
             col_count=compiler.col_count,
-            init_list=[f[0].target.attname for f in compiler.select[model_fields]],
+            init_list=[f[0].target.attname for f in compiler.select[model_fields]]
+            if klass_info
+            else [],
             model_fields=model_fields,
             extra_columns=compiler.has_extra_select,
             for_update=queryset.query.select_for_update,
         )
 
-    def fetch(self, using: str = "default", **values: Any) -> list[Model]:
-        """The model instances the queryset would give for these values."""
+    def fetch(self, using: str = "default", **values: Any) -> list[Any]:
+        """The model instances the queryset would give for these values (for a values()
+        or values_list() queryset: its rows, as tuples of the selected columns)."""
         compiled = self._compiled.get(using)
         if compiled is None:
             compiled = self._compiled[using] = self._compile(using)
@@ -140,6 +144,8 @@ class Prepared:
         compiler = SQLCompiler(None, connection, using)
         compiler.select = compiled.select
         compiler.col_count = compiled.col_count
+        if compiled.klass_info is None:
+            return [tuple(row) for row in compiler.results_iter([rows])]
         model = compiled.klass_info["model"]
         populators = get_related_populators(compiled.klass_info, compiled.select, using)
         found = []

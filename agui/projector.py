@@ -37,6 +37,7 @@ from a2a.event_kinds import EventKind, is_agent_text, is_user_message
 from a2a.formats import pause_facts, text_of, ts
 from a2a.lifecycle import State
 from a2a.models import Message, Task, TaskEvent
+from a2a.prepared import Prepared
 from agui import view
 from agui.models import AguiEvent, Interrupt, ViewTask
 
@@ -119,11 +120,31 @@ class _Batch:
             self.add("ACTIVITY_DELTA", _dump(ev))
 
 
+# The reads every event makes, compiled once (a2a/prepared.py says why).
+_VIEW_ROW = Prepared(lambda task: ViewTask.objects.filter(task_id=task)[:1], "task")
+_MESSAGE = Prepared(lambda pk: Message.objects.filter(pk=pk)[:1], "pk", ints=("pk",))
+_MESSAGE_AT = Prepared(
+    lambda task, seq: Message.objects.filter(task_id=task, seq=seq)[:1],
+    "task",
+    "seq",
+    ints=("seq",),
+)
+_OPEN = Prepared(
+    lambda task, kind: Interrupt.objects.filter(task_id=task, kind=kind, pending=True),
+    "task",
+    "kind",
+)
+
+
+def _first(rows: list) -> Any:
+    return rows[0] if rows else None
+
+
 def on_task_event(event: TaskEvent) -> None:
     task: Task = event.task
     batch = _Batch(task, event.created_at)
     created = event.kind == EventKind.CREATED  # a new task has no view row yet
-    current = None if created else ViewTask.objects.filter(task_id=task.id).first()
+    current = None if created else _first(_VIEW_ROW.fetch(task=task.id))
     previous = current.entry if current else None
     in_view = current is not None and current.in_view
     ops: list[dict[str, Any]] = []
@@ -159,7 +180,12 @@ def on_task_event(event: TaskEvent) -> None:
     if ops:
         batch.add("STATE_DELTA", _dump(StateDeltaEvent(delta=ops)))
     if is_agent_text(event.kind, event.data):
-        msg = Message.objects.filter(task=task, seq=event.data.get("messageSeq")).first()
+        seq = event.data.get("messageSeq")
+        msg = (
+            _first(_MESSAGE_AT.fetch(task=task.id, seq=seq))
+            if type(seq) is int
+            else Message.objects.filter(task=task, seq=seq).first()
+        )
         if msg is not None and text_of(msg.parts):
             batch.add(
                 TEXT,
@@ -273,7 +299,7 @@ def _status_message(task: Task) -> Message | None:
         cached = task.status_message
         if cached is not None and cached.pk == task.status_message_id:
             return cached
-    return Message.objects.filter(pk=task.status_message_id).first()
+    return _first(_MESSAGE.fetch(pk=task.status_message_id))
 
 
 def _interrupts(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> str | None:
@@ -382,7 +408,7 @@ def _interrupts(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> str |
 
 
 def _open(task: Task, kind: str) -> list[Interrupt]:
-    return list(Interrupt.objects.filter(task=task, kind=kind, pending=True))
+    return _OPEN.fetch(task=task.id, kind=str(kind))
 
 
 def _close(interrupt: Interrupt, batch: _Batch, ops: list | None, at) -> None:

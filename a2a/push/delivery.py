@@ -48,6 +48,7 @@ from django.utils import timezone
 from a2a.event_kinds import STATUS_KINDS, EventKind, is_agent_text
 from a2a.lifecycle import Dialect
 from a2a.models import TaskEvent
+from a2a.prepared import Prepared
 from a2a.protocol import stream as streaming
 
 from . import addresses
@@ -81,6 +82,17 @@ def deliverable(kind: str, role: str | None) -> bool:
 # --- Recording and kicking ------------------------------------------------------------------
 
 
+# Read for every status event, compiled once (a2a/prepared.py says why).
+_CONFIGS_OWED = Prepared(
+    lambda task, event: PushConfig.objects.filter(task_id=task, start_after__lt=event).values_list(
+        "pk"
+    ),
+    "task",
+    "event",
+    ints=("event",),
+)
+
+
 def on_task_event(event: TaskEvent) -> None:
     """In-transaction subscriber: the event is owed to every config of its task that
     existed before it. The delivery rows and the job that sends them commit with the event
@@ -91,11 +103,7 @@ def on_task_event(event: TaskEvent) -> None:
         return
     # Read before the savepoint: most tasks have no webhook, and a savepoint costs two
     # round trips per event (a failing read fails the writer's transaction either way)
-    configs = list(
-        PushConfig.objects.filter(task_id=event.task_id, start_after__lt=event.pk).values_list(
-            "pk", flat=True
-        )
-    )
+    configs = [pk for (pk,) in _CONFIGS_OWED.fetch(task=event.task_id, event=event.pk)]
     if not configs:
         return
     try:

@@ -22,8 +22,14 @@ from a2a import skills
 from a2a.event_kinds import EventKind, is_user_message
 from a2a.lifecycle import State
 from a2a.models import TaskEvent
+from a2a.prepared import Prepared
 from a2a.runtime import doorbell, inline
 from a2a.runtime.models import RunLease
+
+# Every wakeup locks its run's lease: compiled once (a2a/prepared.py says why).
+_LOCK_LEASE = Prepared(
+    lambda task: RunLease.objects.select_for_update().filter(task_id=task), "task"
+)
 
 
 def on_task_event(event: TaskEvent) -> None:
@@ -59,7 +65,12 @@ def enqueue(task_id: str, *, run_after: datetime | None = None, wake: bool = Fal
     from a2a.runtime.jobs import run_task
 
     with transaction.atomic():
-        lease, _ = RunLease.objects.select_for_update().get_or_create(task_id=task_id)
+        found = _LOCK_LEASE.fetch(task=task_id)
+        lease = (
+            found[0]
+            if found
+            else RunLease.objects.select_for_update().get_or_create(task_id=task_id)[0]
+        )
         fields = []
         if wake:
             lease.wakeups += 1

@@ -123,3 +123,17 @@ def test_a_prepared_row_lock_needs_a_transaction(busy_task):
         _LOCK.fetch(id=busy_task.id)
     with transaction.atomic():
         assert _LOCK.fetch(id=busy_task.id)[0].pk == busy_task.id
+
+
+def test_a_values_list_shape_gives_rows(busy_task):
+    prepared = Prepared(
+        lambda task: (
+            Message.objects.filter(task_id=task).order_by("seq").values_list("seq", "role")
+        ),
+        "task",
+    )
+    expected = list(
+        Message.objects.filter(task_id=busy_task.id).order_by("seq").values_list("seq", "role")
+    )
+    assert prepared.fetch(task=busy_task.id) == expected
+    assert prepared.fetch(task="no-such-task") == []
