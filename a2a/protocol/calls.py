@@ -28,6 +28,7 @@ from a2a import jsonsafe
 from a2a.auth import Principal
 from a2a.lifecycle import Dialect
 from a2a.models import TaskEvent
+from a2a.prepared import Prepared
 from a2a.runtime import inline
 
 from . import dialects, wire10
@@ -209,6 +210,13 @@ def _run(name: str, params: dict, call: Call) -> Any:
         return ProtocolError(INTERNAL_ERROR, "the server could not complete this request")
 
 
+# A blocking send's answer reads its task's last event: compiled once (a2a/prepared.py).
+_LAST_EVENT_DATA = Prepared(
+    lambda task: TaskEvent.objects.filter(task_id=task).order_by("-id").values_list("data")[:1],
+    "task",
+)
+
+
 def settled(pending: Pending) -> Answer | ProtocolError:
     """A blocking send's answer once its task settled: the task again (with the history
     length asked for), or the agent's message when it answered with a message."""
@@ -217,8 +225,8 @@ def settled(pending: Pending) -> Answer | ProtocolError:
     try:
         result = _task_dict(task_id, call, history)
         if result["status"]["state"] == "completed" and result["status"].get("message"):
-            last = TaskEvent.objects.filter(task_id=task_id).order_by("-id").first()
-            if last is not None and last.data.get("replyOnly"):
+            last = next(iter(_LAST_EVENT_DATA.fetch(task=task_id)), (None,))[0]
+            if last and last.get("replyOnly"):
                 result = result["status"]["message"]
     except Exception as exc:
         return from_domain(exc, call.dialect) or ProtocolError(INTERNAL_ERROR, "read failed")

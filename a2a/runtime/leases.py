@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from a2a.lifecycle import State
 from a2a.models import Task
+from a2a.prepared import Prepared
 from a2a.runtime.models import RunLease
 
 RUNNABLE = (State.SUBMITTED, State.WORKING)
@@ -49,12 +50,19 @@ def heartbeat(task_id: str, worker: str = WORKER_ID) -> bool:
     return bool(RunLease.objects.filter(task_id=task_id, owner=worker).update(expires_at=expires))
 
 
+# A run's lease, row-locked, and its task's state: read by every slice and every wakeup,
+# compiled once (a2a/prepared.py says why).
+LOCK = Prepared(lambda task: RunLease.objects.select_for_update().filter(task_id=task), "task")
+STATE = Prepared(lambda task: Task.objects.filter(pk=task).values_list("state"), "task")
+
+
 def release(task_id: str, served: int | None, worker: str = WORKER_ID) -> bool:
     """Give the lease back. `served` is the wakeup count the slice ran for (None after an
     infrastructure failure, so the scheduler retries). Returns True when the task woke up
     again meanwhile and is runnable: the caller should run another slice."""
     with transaction.atomic():
-        lease = RunLease.objects.select_for_update().filter(task_id=task_id).first()
+        found = LOCK.fetch(task=task_id)
+        lease = found[0] if found else None
         if lease is None or lease.owner != worker:
             return False
         lease.owner, lease.expires_at = "", None
@@ -63,5 +71,5 @@ def release(task_id: str, served: int | None, worker: str = WORKER_ID) -> bool:
             lease.served, lease.faults = served, 0
             fields += ["served", "faults"]
         lease.save(update_fields=fields)
-        state = Task.objects.filter(pk=task_id).values_list("state", flat=True).first()
+        state = next(iter(STATE.fetch(task=task_id)), (None,))[0]
         return served is not None and lease.wakeups != served and state in RUNNABLE

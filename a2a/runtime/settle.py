@@ -17,21 +17,30 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 
 from a2a.lifecycle import PAUSED, TERMINAL, WAITING_FOR_INPUT
-from a2a.models import Task
 from a2a.notify import Listener, group_name
-from a2a.runtime import inline
+from a2a.prepared import Prepared
+from a2a.runtime import inline, leases
 from a2a.runtime.models import RunLease
 
 STOPPED = TERMINAL | WAITING_FOR_INPUT | PAUSED
 POLL = 0.5  # seconds; only the fallback (it was the way to learn of the answer, at 0.1 s)
 
 
+_LEASE = Prepared(
+    lambda task: RunLease.objects.filter(task_id=task).values_list("owner", "wakeups", "served"),
+    "task",
+)
+
+
 def settled(task_id: str) -> bool:
-    state = Task.objects.filter(pk=task_id).values_list("state", flat=True).first()
+    state = next(iter(leases.STATE.fetch(task=task_id)), (None,))[0]
     if state is None or state in STOPPED:
         return True
-    lease = RunLease.objects.filter(task_id=task_id).values("owner", "wakeups", "served").first()
-    return lease is not None and not lease["owner"] and lease["wakeups"] == lease["served"]
+    found = _LEASE.fetch(task=task_id)
+    if not found:
+        return False
+    owner, wakeups, served = found[0]
+    return not owner and wakeups == served
 
 
 async def until_settled(task_id: str, timeout: float | None = None) -> bool:

@@ -22,14 +22,8 @@ from a2a import skills
 from a2a.event_kinds import EventKind, is_user_message
 from a2a.lifecycle import State
 from a2a.models import TaskEvent
-from a2a.prepared import Prepared
-from a2a.runtime import doorbell, inline
+from a2a.runtime import doorbell, inline, leases
 from a2a.runtime.models import RunLease
-
-# Every wakeup locks its run's lease: compiled once (a2a/prepared.py says why).
-_LOCK_LEASE = Prepared(
-    lambda task: RunLease.objects.select_for_update().filter(task_id=task), "task"
-)
 
 
 def on_task_event(event: TaskEvent) -> None:
@@ -65,7 +59,7 @@ def enqueue(task_id: str, *, run_after: datetime | None = None, wake: bool = Fal
     from a2a.runtime.jobs import run_task
 
     with transaction.atomic():
-        found = _LOCK_LEASE.fetch(task=task_id)
+        found = leases.LOCK.fetch(task=task_id)
         lease = (
             found[0]
             if found

@@ -33,6 +33,7 @@ from django.utils import timezone
 from a2a import access
 from a2a.errors import TaskNotFound, ValidationFailed
 from a2a.models import MessageReceipt, Task
+from a2a.prepared import Prepared
 from a2a.services._core import Actor
 
 log = logging.getLogger(__name__)
@@ -54,12 +55,23 @@ def digest(parts: list[dict[str, Any]]) -> str:
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
 
+# Every send looks for its receipt: compiled once (a2a/prepared.py says why).
+_RECEIPT = Prepared(
+    lambda tenant, message: MessageReceipt.objects.filter(
+        tenant=tenant, message_id=message
+    ).order_by("pk")[:1],
+    "tenant",
+    "message",
+)
+
+
 def find(tenant: str, message_id: str, within: timedelta) -> MessageReceipt | None:
     """The receipt of this message, if one counts. An expired one is deleted here, in the
     caller's transaction, so the new send's receipt can take its place."""
-    found = MessageReceipt.objects.filter(tenant=tenant, message_id=message_id).first()
-    if found is None:
+    rows = _RECEIPT.fetch(tenant=tenant, message=message_id)
+    if not rows:
         return None
+    found = rows[0]
     if found.created_at <= timezone.now() - within:
         found.delete()
         return None
