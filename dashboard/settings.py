@@ -114,9 +114,10 @@ else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
         "default": {
-            "ENGINE": "django.db.backends.sqlite3",
+            "ENGINE": "dashboard.sqlite_backend",
             "NAME": VAR_DIR / "taskdeck.sqlite3",
-            # IMMEDIATE: concurrent writers queue on the lock instead of failing at once
+            # IMMEDIATE: concurrent writers queue on the lock instead of failing at once;
+            # the backend queues them on a flock beside the file (its docstring says why)
             "OPTIONS": {
                 "transaction_mode": "IMMEDIATE",
                 "timeout": 20,

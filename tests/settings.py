@@ -25,7 +25,7 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast log
 # CI on one machine) never drop each other's database.
 _suffix = os.environ.get("TASKDECK_TEST_DB_SUFFIX") or str(os.getpid())
 _test = DATABASES["default"].setdefault("TEST", {})  # noqa: F405
-if DATABASES["default"]["ENGINE"].endswith("sqlite3"):  # noqa: F405
+if "sqlite" in DATABASES["default"]["ENGINE"]:  # noqa: F405
     _test["NAME"] = VAR_DIR / f"test-taskdeck-{_suffix}.sqlite3"  # noqa: F405
 else:
     _test["NAME"] = f"test_{DATABASES['default']['NAME']}_{_suffix}"  # noqa: F405

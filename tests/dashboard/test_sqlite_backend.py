@@ -1,0 +1,84 @@
+"""The SQLite backend queues write transactions on a flock beside the database
+(dashboard/sqlite_backend/base.py): held from BEGIN to COMMIT, ROLLBACK or close, so the
+next transaction — in this process or another — goes on when one ends, and none is lost."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+
+import pytest
+from django.db import connection, transaction
+
+from a2a.models import Task
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(connection.vendor != "sqlite", reason="the SQLite backend's own queue"),
+]
+
+
+def _queue_is_free() -> bool:
+    """Whether another process could enter the queue now (its own descriptor)."""
+    fd = os.open(f"{connection.settings_dict['NAME']}.writers", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return True
+    finally:
+        os.close(fd)
+
+
+def test_a_transaction_holds_the_queue_until_it_commits(make_task):
+    task = make_task("working")
+    with transaction.atomic():
+        Task.objects.filter(pk=task.id).update(origin_title="inside")
+        assert not _queue_is_free()
+    assert _queue_is_free()
+
+
+def test_a_second_thread_waits_for_the_first_and_goes_on_when_it_ends(make_task):
+    task = make_task("working")
+    entered, release = threading.Event(), threading.Event()
+    order: list[str] = []
+
+    def first() -> None:
+        with transaction.atomic():
+            Task.objects.filter(pk=task.id).update(origin_title="first")
+            entered.set()
+            release.wait(10)
+            order.append("first commits")
+
+    def second() -> None:
+        entered.wait(10)
+        with transaction.atomic():
+            order.append("second starts")
+            Task.objects.filter(pk=task.id).update(origin_title="second")
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    entered.wait(10)
+    release.set()
+    for t in threads:
+        t.join(10)
+    assert order == ["first commits", "second starts"]
+    assert Task.objects.get(pk=task.id).origin_title == "second"
+    assert _queue_is_free()
+
+
+def test_a_rolled_back_transaction_or_a_closed_connection_lets_the_next_one_in(make_task):
+    task = make_task("working")
+    with pytest.raises(RuntimeError), transaction.atomic():
+        Task.objects.filter(pk=task.id).update(origin_title="never")
+        raise RuntimeError("boom")
+    assert _queue_is_free()
+    with transaction.atomic():
+        Task.objects.filter(pk=task.id).update(origin_title="kept")
+        connection.close()  # as a fault handler may: the queue is left with it
+        assert _queue_is_free()
+    assert Task.objects.get(pk=task.id).origin_title != "kept"  # never committed
