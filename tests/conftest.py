@@ -3,6 +3,7 @@ and helpers that put tasks into a given state through `a2a.services`."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -22,6 +23,18 @@ WORKERS_RUNNING = False  # set by tests/runtime's `runtime` fixture
 # restricted one, as clients' keys are) sees them over HTTP; tests/a2a/test_ownership.py
 # covers what other keys see.
 CLIENT = services.Actor("client", "test", tenant="key:test-client")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The SQLite backend's queue file (dashboard/sqlite_backend) and SQLite's WAL files
+    outlive the test database Django removes: remove them too."""
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    if "sqlite" in db["ENGINE"] and db.get("TEST", {}).get("NAME"):
+        for suffix in (".writers", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{db['TEST']['NAME']}{suffix}")
 
 
 def pytest_collection_modifyitems(config, items):
