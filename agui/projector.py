@@ -21,6 +21,7 @@ no change of the task can follow its eviction.
 from __future__ import annotations
 
 import contextvars
+import functools
 import logging
 import time
 from datetime import datetime, timedelta
@@ -209,6 +210,19 @@ def on_task_event(event: TaskEvent) -> None:
         evict_finished(event.created_at, limit=EVICT_IN_WRITE, by_age=False)
 
 
+@functools.lru_cache(maxsize=16)
+def _pushed_out(finished_max: int, limit: int) -> Prepared:
+    """The finished tasks beyond the newest `finished_max`, `limit` at most: read as every
+    task finishes, so compiled once per bound (a2a/prepared.py says why)."""
+    return Prepared(
+        lambda: (
+            ViewTask.objects.filter(in_view=True, status__in=view.FINISHED)
+            .order_by("-updated_at", "-task_id")
+            .values_list("task_id", "version")[finished_max : finished_max + limit]
+        )
+    )
+
+
 def evict_finished(
     now: datetime | None = None, *, limit: int = EVICT_BATCH, by_age: bool = True
 ) -> int:
@@ -227,8 +241,7 @@ def evict_finished(
     bound = view.limits()
     now = now or timezone.now()
     finished = ViewTask.objects.filter(in_view=True, status__in=view.FINISHED)
-    newest_first = finished.order_by("-updated_at", "-task_id").values_list("task_id", "version")
-    leaving = dict(newest_first[bound.finished_max : bound.finished_max + limit])
+    leaving = dict(_pushed_out(bound.finished_max, limit).fetch())
     if by_age:
         cutoff = now - timedelta(minutes=bound.finished_minutes)
         expired = finished.filter(updated_at__lt=cutoff).order_by("updated_at", "task_id")
