@@ -27,6 +27,7 @@ from a2a.formats import ts
 from a2a.lifecycle import PAUSED, TERMINAL, Dialect, State
 from a2a.models import Artifact, Message, Task, TaskEvent
 from a2a.notify import Listener, group_name
+from a2a.prepared import Prepared
 from a2a.selectors import get_task
 
 from . import wire
@@ -122,14 +123,34 @@ def _status_metadata(event: TaskEvent) -> dict[str, Any] | None:
     return None
 
 
+EVENTS_PER_READ = 200
+# Read at every wake-up of every stream: compiled once (a2a/prepared.py says why).
+_EVENTS_AFTER = Prepared(
+    lambda task, cursor: TaskEvent.objects.filter(task_id=task, id__gt=cursor).order_by("id")[
+        :EVENTS_PER_READ
+    ],
+    "task",
+    "cursor",
+    ints=("cursor",),
+)
+_TASK = Prepared(lambda id: Task.objects.filter(pk=id), "id")
+
+
 def events_after(
-    task_id: str, cursor: int, dialect: Dialect, limit: int = 200
+    task_id: str, cursor: int, dialect: Dialect, limit: int = EVENTS_PER_READ
 ) -> list[tuple[int, dict[str, Any], bool]]:
     """(event id, A2A event, final) for the task's events after `cursor`; three queries."""
-    events = list(TaskEvent.objects.filter(task_id=task_id, id__gt=cursor).order_by("id")[:limit])
+    events = (
+        _EVENTS_AFTER.fetch(task=task_id, cursor=cursor)
+        if limit == EVENTS_PER_READ and type(cursor) is int
+        else list(TaskEvent.objects.filter(task_id=task_id, id__gt=cursor).order_by("id")[:limit])
+    )
     if not events:
         return []
-    task = Task.objects.get(pk=task_id)
+    found = _TASK.fetch(id=task_id)
+    if not found:
+        raise Task.DoesNotExist(task_id)
+    task = found[0]
     seqs = {e.data.get("messageSeq") for e in events if e.data.get("messageSeq")}
     messages = {m.seq: m for m in Message.objects.filter(task_id=task_id, seq__in=seqs)}
     artifact_ids = {e.data.get("artifactId") for e in events if e.kind == EventKind.ARTIFACT_ADDED}
