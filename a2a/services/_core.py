@@ -108,15 +108,17 @@ def lock(task_id: str, actor: Actor | None = None) -> Task:
     return task
 
 
+_LAST_SEQ = Prepared(
+    lambda task: Message.objects.filter(task_id=task).order_by("-seq").values_list("seq")[:1],
+    "task",
+)
+
+
 def append_message(
     task: Task, msg: IncomingMessage, at: datetime, *, first: bool = False
 ) -> Message:
     """The next message of the task's history (`first`: a new task's, no need to look)."""
-    seq = (
-        1
-        if first
-        else (task.messages.order_by("-seq").values_list("seq", flat=True).first() or 0) + 1
-    )
+    seq = 1 if first else (next(iter(_LAST_SEQ.fetch(task=task.pk)), (0,))[0] or 0) + 1
     return Message.objects.create(
         task=task,
         seq=seq,
