@@ -158,6 +158,11 @@ class Prepared:
             found.append(obj)
         return found
 
+    def first(self, using: str = "default", **values: Any) -> Any:
+        """The first instance (or row) `fetch` gives, or None."""
+        found = self.fetch(using, **values)
+        return found[0] if found else None
+
 
 def _is_marker(value: Any, by_value: dict[Any, str]) -> bool:
     # psycopg's integer wrappers (Int4...) are ints

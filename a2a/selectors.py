@@ -117,6 +117,15 @@ _TENANT_TASK = Prepared(
     "id",
     "owner",
 )
+_TASK_ROW = Prepared(lambda id: Task.objects.filter(pk=id), "id")
+
+
+def task_row(task_id: str) -> Task | None:
+    """The task's row alone (no history), compiled once: read by every run's slice and
+    every stream's wake-up."""
+    return _TASK_ROW.first(id=task_id)
+
+
 _HISTORY = Prepared(lambda task: Message.objects.filter(task_id=task).order_by("seq"), "task")
 _RECENT_HISTORY = Prepared(
     lambda task, n: (

@@ -137,15 +137,11 @@ _OPEN = Prepared(
 )
 
 
-def _first(rows: list) -> Any:
-    return rows[0] if rows else None
-
-
 def on_task_event(event: TaskEvent) -> None:
     task: Task = event.task
     batch = _Batch(task, event.created_at)
     created = event.kind == EventKind.CREATED  # a new task has no view row yet
-    current = None if created else _first(_VIEW_ROW.fetch(task=task.id))
+    current = None if created else _VIEW_ROW.first(task=task.id)
     previous = current.entry if current else None
     in_view = current is not None and current.in_view
     ops: list[dict[str, Any]] = []
@@ -183,7 +179,7 @@ def on_task_event(event: TaskEvent) -> None:
     if is_agent_text(event.kind, event.data):
         seq = event.data.get("messageSeq")
         msg = (
-            _first(_MESSAGE_AT.fetch(task=task.id, seq=seq))
+            _MESSAGE_AT.first(task=task.id, seq=seq)
             if type(seq) is int
             else Message.objects.filter(task=task, seq=seq).first()
         )
@@ -312,7 +308,7 @@ def _status_message(task: Task) -> Message | None:
         cached = task.status_message
         if cached is not None and cached.pk == task.status_message_id:
             return cached
-    return _first(_MESSAGE.fetch(pk=task.status_message_id))
+    return _MESSAGE.first(pk=task.status_message_id)
 
 
 def _interrupts(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> str | None:

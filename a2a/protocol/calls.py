@@ -225,8 +225,8 @@ def settled(pending: Pending) -> Answer | ProtocolError:
     try:
         result = _task_dict(task_id, call, history)
         if result["status"]["state"] == "completed" and result["status"].get("message"):
-            last = next(iter(_LAST_EVENT_DATA.fetch(task=task_id)), (None,))[0]
-            if last and last.get("replyOnly"):
+            last = _LAST_EVENT_DATA.first(task=task_id)
+            if last and last[0].get("replyOnly"):
                 result = result["status"]["message"]
     except Exception as exc:
         return from_domain(exc, call.dialect) or ProtocolError(INTERNAL_ERROR, "read failed")

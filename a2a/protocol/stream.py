@@ -28,7 +28,7 @@ from a2a.lifecycle import PAUSED, TERMINAL, Dialect, State
 from a2a.models import Artifact, Message, Task, TaskEvent
 from a2a.notify import Listener, group_name
 from a2a.prepared import Prepared
-from a2a.selectors import get_task
+from a2a.selectors import get_task, task_row
 
 from . import wire
 
@@ -133,7 +133,6 @@ _EVENTS_AFTER = Prepared(
     "cursor",
     ints=("cursor",),
 )
-_TASK = Prepared(lambda id: Task.objects.filter(pk=id), "id")
 
 
 def events_after(
@@ -147,10 +146,9 @@ def events_after(
     )
     if not events:
         return []
-    found = _TASK.fetch(id=task_id)
-    if not found:
+    task = task_row(task_id)
+    if task is None:
         raise Task.DoesNotExist(task_id)
-    task = found[0]
     seqs = {e.data.get("messageSeq") for e in events if e.data.get("messageSeq")}
     messages = {m.seq: m for m in Message.objects.filter(task_id=task_id, seq__in=seqs)}
     artifact_ids = {e.data.get("artifactId") for e in events if e.kind == EventKind.ARTIFACT_ADDED}

@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db import close_old_connections, transaction
 from django.utils import timezone
 
-from a2a import notify, services
+from a2a import notify, selectors, services
 from a2a.errors import TaskError, TransitionRefused
 from a2a.formats import text_of
 from a2a.lifecycle import TERMINAL, State
@@ -112,7 +112,6 @@ def _hand_back(task_id: str, error: str) -> str:
 
 
 # A slice's reads, compiled once (a2a/prepared.py): every run starts with them.
-_TASK = Prepared(lambda id: Task.objects.filter(pk=id), "id")
 _STEPS = Prepared(lambda task: StepRecord.objects.filter(task_id=task), "task")
 _MESSAGES = Prepared(lambda task: Message.objects.filter(task_id=task).order_by("seq"), "task")
 _LAST_RESUMED = Prepared(
@@ -132,10 +131,9 @@ def _snapshot(
     is still submitted it never ran and was never paused, so it has no steps and no
     suspension to read."""
     close_old_connections()
-    found = _TASK.fetch(id=task_id)
-    if not found:
+    task = selectors.task_row(task_id)
+    if task is None:
         raise Task.DoesNotExist(task_id)
-    task = found[0]
     first = fresh and task.state == State.SUBMITTED
     if task.state == State.SUBMITTED:
         task = services.start_task(task_id, actor=services.Actor("agent", task.skill))

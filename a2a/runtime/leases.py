@@ -61,8 +61,7 @@ def release(task_id: str, served: int | None, worker: str = WORKER_ID) -> bool:
     infrastructure failure, so the scheduler retries). Returns True when the task woke up
     again meanwhile and is runnable: the caller should run another slice."""
     with transaction.atomic():
-        found = LOCK.fetch(task=task_id)
-        lease = found[0] if found else None
+        lease = LOCK.first(task=task_id)
         if lease is None or lease.owner != worker:
             return False
         lease.owner, lease.expires_at = "", None
@@ -71,5 +70,5 @@ def release(task_id: str, served: int | None, worker: str = WORKER_ID) -> bool:
             lease.served, lease.faults = served, 0
             fields += ["served", "faults"]
         lease.save(update_fields=fields)
-        state = next(iter(STATE.fetch(task=task_id)), (None,))[0]
-        return served is not None and lease.wakeups != served and state in RUNNABLE
+        row = STATE.first(task=task_id)
+        return served is not None and lease.wakeups != served and bool(row) and row[0] in RUNNABLE

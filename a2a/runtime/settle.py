@@ -33,13 +33,13 @@ _LEASE = Prepared(
 
 
 def settled(task_id: str) -> bool:
-    state = next(iter(leases.STATE.fetch(task=task_id)), (None,))[0]
-    if state is None or state in STOPPED:
+    row = leases.STATE.first(task=task_id)
+    if row is None or row[0] in STOPPED:
         return True
-    found = _LEASE.fetch(task=task_id)
-    if not found:
+    lease = _LEASE.first(task=task_id)
+    if lease is None:
         return False
-    owner, wakeups, served = found[0]
+    owner, wakeups, served = lease
     return not owner and wakeups == served
 
 

@@ -59,11 +59,9 @@ def enqueue(task_id: str, *, run_after: datetime | None = None, wake: bool = Fal
     from a2a.runtime.jobs import run_task
 
     with transaction.atomic():
-        found = leases.LOCK.fetch(task=task_id)
         lease = (
-            found[0]
-            if found
-            else RunLease.objects.select_for_update().get_or_create(task_id=task_id)[0]
+            leases.LOCK.first(task=task_id)
+            or RunLease.objects.select_for_update().get_or_create(task_id=task_id)[0]
         )
         fields = []
         if wake:

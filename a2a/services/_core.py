@@ -94,10 +94,9 @@ def lock(task_id: str, actor: Actor | None = None) -> Task:
     COMMITTED), so a suspension the other writer just opened would read as none
     (tests/a2a/test_races.py::test_fifty_concurrent_pauses_make_one_suspension)."""
     if isinstance(task_id, str):  # the usual case, compiled once (a2a/prepared.py)
-        found = _LOCK.fetch(id=task_id)
-        if not found:
+        task = _LOCK.first(id=task_id)
+        if task is None:
             raise TaskNotFound(task_id)
-        task = found[0]
     else:
         try:
             task = Task.objects.select_for_update().get(pk=task_id)
@@ -118,7 +117,8 @@ def append_message(
     task: Task, msg: IncomingMessage, at: datetime, *, first: bool = False
 ) -> Message:
     """The next message of the task's history (`first`: a new task's, no need to look)."""
-    seq = 1 if first else (next(iter(_LAST_SEQ.fetch(task=task.pk)), (0,))[0] or 0) + 1
+    last = None if first else _LAST_SEQ.first(task=task.pk)
+    seq = (last[0] if last else 0) + 1
     return Message.objects.create(
         task=task,
         seq=seq,
