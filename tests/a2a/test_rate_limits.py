@@ -4,6 +4,9 @@ not limited. The suite turns the limits off (tests/settings.py); these tests set
 
 from __future__ import annotations
 
+import time
+import types
+
 import httpx
 import pytest
 from django.core.cache import cache
@@ -17,9 +20,13 @@ KEY = services.Actor("apikey", "busy", tenant="key:busy", restricted=True)
 
 
 @pytest.fixture
-def limits(settings):
-    """Two new tasks and one resync a minute; a fresh count."""
+def limits(settings, monkeypatch):
+    """Two new tasks and one resync a minute; a fresh count. The limiter's clock stands
+    still in the middle of a window (the forked servers inherit it): a test that crossed a
+    window's edge would see its count start again (a flake seen in a long run)."""
     settings.TASKDECK = {**settings.TASKDECK, "RATES": {"create": 2, "resync": 1}}
+    middle = (time.time() // rate_limits.WINDOW + 0.5) * rate_limits.WINDOW
+    monkeypatch.setattr(rate_limits, "time", types.SimpleNamespace(time=lambda: middle))
     cache.clear()
     yield
     cache.clear()
