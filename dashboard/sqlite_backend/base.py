@@ -27,12 +27,19 @@ from django.db.backends.sqlite3 import base
 
 class DatabaseWrapper(base.DatabaseWrapper):
     _queue_fd: int | None = None
+    _queue_pid = 0
     _queued = False
 
     def _queue(self) -> int | None:
+        if self._queue_fd is not None and self._queue_pid != os.getpid():
+            # Inherited through fork(): the descriptor shares its lock with the parent's,
+            # so this process would neither wait for the parent nor be waited for.
+            os.close(self._queue_fd)
+            self._queue_fd, self._queued = None, False
         if self._queue_fd is None and not self.is_in_memory_db():
             path = f"{self.settings_dict['NAME']}.writers"
             self._queue_fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            self._queue_pid = os.getpid()
         return self._queue_fd
 
     def _start_transaction_under_autocommit(self) -> None:
@@ -49,7 +56,8 @@ class DatabaseWrapper(base.DatabaseWrapper):
     def _leave_queue(self) -> None:
         if self._queued:
             self._queued = False
-            fcntl.flock(self._queue_fd, fcntl.LOCK_UN)
+            if self._queue_pid == os.getpid():  # never the lock a parent process holds
+                fcntl.flock(self._queue_fd, fcntl.LOCK_UN)
 
     def _commit(self) -> None:
         try:
@@ -69,5 +77,5 @@ class DatabaseWrapper(base.DatabaseWrapper):
         finally:
             self._leave_queue()
             if self._queue_fd is not None:
-                os.close(self._queue_fd)
+                os.close(self._queue_fd)  # a parent's lock is not released by a child's close
                 self._queue_fd = None

@@ -82,3 +82,26 @@ def test_a_rolled_back_transaction_or_a_closed_connection_lets_the_next_one_in(m
         connection.close()  # as a fault handler may: the queue is left with it
         assert _queue_is_free()
     assert Task.objects.get(pk=task.id).origin_title != "kept"  # never committed
+
+
+def test_a_forked_child_queues_on_a_descriptor_of_its_own(make_task):
+    """A connection inherited through fork() shares its flock with the parent's: the child
+    must open its own, or it would walk past a parent's transaction."""
+    task = make_task("working")
+    with transaction.atomic():
+        Task.objects.filter(pk=task.id).update(origin_title="parent")
+        pid = os.fork()
+        if pid == 0:  # the child: its first transaction must wait for the parent's
+            code = 1
+            try:
+                connection._queue()
+                code = 0 if connection._queue_fd is not None and not connection._queued else 2
+                got = fcntl.flock(connection._queue_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                code = 3 if got is None else code  # took the parent's lock: wrong
+            except BlockingIOError:
+                pass  # waits for the parent, as it must
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert _queue_is_free()
