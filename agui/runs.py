@@ -87,15 +87,18 @@ def _enc(event) -> bytes:
 
 
 def _rows(task_id: str, after: int) -> tuple[list[tuple], str, int]:
-    """New log rows of the task, then its state and version (read after the rows: if the
-    state is a stop, every row up to it has been read)."""
+    """The task's state and version, then its new log rows. In that order: a task's rows
+    commit with the change that gives it its version, so every row up to the version read
+    is among the rows read after it. (Read the other way round, a stop committed between
+    the two reads looked caught up with rows still unread: a run ended without the
+    interrupt's ACTIVITY_SNAPSHOT — tests/runtime/test_agui_runs.py, seen in CI.)"""
+    state, version = Task.objects.filter(pk=task_id).values_list("state", "version").get()
     rows = list(
         AguiEvent.objects.filter(task_id=task_id, id__gt=after)
         .exclude(type=EVICTION)
         .order_by("id")
         .values_list("id", "task_version", "type", "event")
     )
-    state, version = Task.objects.filter(pk=task_id).values_list("state", "version").get()
     return rows, state, version
 
 
@@ -203,7 +206,8 @@ async def _stream(run: RunAgentInput, actor: services.Actor) -> AsyncIterator[by
                     yield _enc(TextMessageEndEvent(message_id=event["messageId"]))
                 else:
                     yield f"data: {_json(event)}\n\n".encode()
-            if state in STOPS and (not rows or rows[-1][1] >= version):
+            # stopped, and nothing after the stop (a later change: read its state again)
+            if state in STOPS and (not rows or rows[-1][1] <= version):
                 break
             if not rows:
                 await news.wait(POLL)
