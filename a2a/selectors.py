@@ -127,6 +127,13 @@ def task_row(task_id: str) -> Task | None:
 
 
 _HISTORY = Prepared(lambda task: Message.objects.filter(task_id=task).order_by("seq"), "task")
+
+
+def history(task_id: str) -> list[Message]:
+    """The task's whole history, oldest first, compiled once: GetTask's and every slice's."""
+    return _HISTORY.fetch(task=task_id)
+
+
 _RECENT_HISTORY = Prepared(
     lambda task, n: (
         Message.objects.filter(task_id=task)
@@ -145,22 +152,21 @@ def _get_task_prepared(
     task_id: str, history_length: int | None, visible_to: Actor | None
 ) -> TaskView:
     if visible_to is not None and visible_to.restricted:
-        found = _TENANT_TASK.fetch(id=task_id, owner=visible_to.tenant)
+        task = _TENANT_TASK.first(id=task_id, owner=visible_to.tenant)
     else:
-        found = _TASK.fetch(id=task_id)
-    if not found:
+        task = _TASK.first(id=task_id)
+    if task is None:
         raise TaskNotFound(task_id)
-    task = found[0]
     if history_length is None:
-        history = _HISTORY.fetch(task=task.pk)
+        messages = history(task.pk)
     elif history_length != 0:
-        history = _RECENT_HISTORY.fetch(task=task.pk, n=history_length)
+        messages = _RECENT_HISTORY.fetch(task=task.pk, n=history_length)
     else:
-        history = []
+        messages = []
     artifacts = _ARTIFACTS.fetch(task=task.pk)
-    for row in (*history, *artifacts):  # as a prefetch would: row.task needs no query
+    for row in (*messages, *artifacts):  # as a prefetch would: row.task needs no query
         type(row).task.field.set_cached_value(row, task)
-    return TaskView(task=task, history=history, artifacts=artifacts)
+    return TaskView(task=task, history=messages, artifacts=artifacts)
 
 
 @dataclass

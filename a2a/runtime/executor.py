@@ -21,7 +21,7 @@ from a2a import notify, selectors, services
 from a2a.errors import TaskError, TransitionRefused
 from a2a.formats import text_of
 from a2a.lifecycle import TERMINAL, State
-from a2a.models import Message, Suspension, Task
+from a2a.models import Suspension, Task
 from a2a.prepared import Prepared
 from a2a.runtime import faults, leases, registry, wakeups
 from a2a.runtime.context import (
@@ -113,7 +113,6 @@ def _hand_back(task_id: str, error: str) -> str:
 
 # A slice's reads, compiled once (a2a/prepared.py): every run starts with them.
 _STEPS = Prepared(lambda task: StepRecord.objects.filter(task_id=task), "task")
-_MESSAGES = Prepared(lambda task: Message.objects.filter(task_id=task).order_by("seq"), "task")
 _LAST_RESUMED = Prepared(
     lambda task, ending: Suspension.objects.filter(task_id=task, ending=ending).order_by(
         "-ended_at", "-id"
@@ -139,13 +138,11 @@ def _snapshot(
         task = services.start_task(task_id, actor=services.Actor("agent", task.skill))
     steps = {} if first else {s.seq: s for s in _STEPS.fetch(task=task_id)}
     transcript = [
-        {**_message(m.role, m.parts), "messageId": m.message_id}
-        for m in _MESSAGES.fetch(task=task_id)
+        {**_message(m.role, m.parts), "messageId": m.message_id} for m in selectors.history(task_id)
     ]
     last = None
     if not first:
-        resumed = _LAST_RESUMED.fetch(task=task_id, ending=Suspension.Ending.RESUMED.value)
-        last = resumed[0] if resumed else None
+        last = _LAST_RESUMED.first(task=task_id, ending=Suspension.Ending.RESUMED.value)
     resume = None
     if last is not None:
         previous = State.PAUSED_BY_AGENT if last.initiator == "agent" else State.PAUSED_BY_CLIENT

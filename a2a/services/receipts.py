@@ -68,10 +68,9 @@ _RECEIPT = Prepared(
 def find(tenant: str, message_id: str, within: timedelta) -> MessageReceipt | None:
     """The receipt of this message, if one counts. An expired one is deleted here, in the
     caller's transaction, so the new send's receipt can take its place."""
-    rows = _RECEIPT.fetch(tenant=tenant, message=message_id)
-    if not rows:
+    found = _RECEIPT.first(tenant=tenant, message=message_id)
+    if found is None:
         return None
-    found = rows[0]
     if found.created_at <= timezone.now() - within:
         found.delete()
         return None

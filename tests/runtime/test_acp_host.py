@@ -371,18 +371,17 @@ def test_self_park_is_woken_by_its_timeout_with_its_input(hosted, host):
     assert Suspension.objects.get(task_id=task.id).cause == Suspension.Cause.TIMEOUT
 
 
-def test_a_park_with_bad_conditions_is_refused_and_changes_nothing(hosted):
-    task = hosted("rfc-agent", 'park {"timeout": {"durationMinutes": -1}}')
+@pytest.mark.parametrize(
+    ("prompt", "field"),
+    [
+        ('park {"timeout": {"durationMinutes": -1}}', "durationMinutes"),  # bad conditions
+        ('parkblank {"onEvent": "ci.done"}', "reason"),  # no reason
+    ],
+)
+def test_a_bad_park_is_refused_and_changes_nothing(hosted, prompt, field):
+    task = hosted("rfc-agent", prompt)
     said = wait_text(task.id, "park refused")
-    assert "-32602" in said[-1] and "durationMinutes" in said[-1]
-    assert Task.objects.get(pk=task.id).state == State.WORKING
-    assert not Suspension.objects.filter(task_id=task.id).exists()
-
-
-def test_a_park_without_a_reason_is_refused_and_changes_nothing(hosted):
-    task = hosted("rfc-agent", 'parkblank {"onEvent": "ci.done"}')
-    said = wait_text(task.id, "park refused")
-    assert "-32602" in said[-1] and "reason" in said[-1]
+    assert "-32602" in said[-1] and field in said[-1]
     assert Task.objects.get(pk=task.id).state == State.WORKING
     assert not Suspension.objects.filter(task_id=task.id).exists()
 
