@@ -5,6 +5,7 @@ binding calls it. Prints figures (and with --sql the statements of each phase); 
 nothing.
 
     .venv/bin/python bench/call_costs.py [--scale-out] [--calls 50] [--sql send,run,resume]
+        [--profile pause,resume]
 
 Queries are counted on every thread's connections (the run's database calls go to pooled
 threads) by wrapping Django's cursor; savepoints and their releases count as queries (each
@@ -18,8 +19,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import cProfile
 import logging
 import os
+import pstats
 import re
 import time
 
@@ -31,6 +34,9 @@ def main() -> None:
     parser.add_argument("--scale-out", action="store_true", help="PostgreSQL + Redis")
     parser.add_argument("--calls", type=int, default=50)
     parser.add_argument("--sql", default="", help="phases whose statements to print")
+    parser.add_argument(
+        "--profile", default="", help="phases to profile (cProfile; the top functions printed)"
+    )
     args = parser.parse_args()
     configure(args.scale_out)
     os.environ["TASKDECK_DEBUG"] = "0"
@@ -53,6 +59,8 @@ def main() -> None:
     statements: collections.Counter = collections.Counter()
     shown = set(filter(None, args.sql.split(",")))
     current: list[str | None] = [None]
+    profiled = set(filter(None, args.profile.split(",")))
+    profiler = cProfile.Profile()
     execute = utils.CursorWrapper._execute_with_wrappers
 
     def counted(self, sql, params, many, executor):
@@ -68,6 +76,8 @@ def main() -> None:
         current[0] = name
         cpu = time.process_time()
         try:
+            if name in profiled:
+                return profiler.runcall(fn)
             return fn()
         finally:
             totals[name][1] += time.process_time() - cpu
@@ -89,6 +99,7 @@ def main() -> None:
         if i == warmup:
             totals.clear()
             statements.clear()
+            profiler = cProfile.Profile()
         # a blocking send whose agent completes at once, run as the web process runs it
         # (outside a served loop the run is not scheduled on commit: it is run here)
         pending = phase("send", lambda i=i: send(f"tck-complete-task-bench-{i}"))
@@ -114,6 +125,9 @@ def main() -> None:
         print(f"  {name:8s} {queries / args.calls:5.1f} queries  {per_call:6.2f} ms CPU")
     for (name, sql), n in sorted(statements.items()):
         print(f"  {n / args.calls:4.1f} x {name:7s} {sql}")
+    if profiled:
+        print(f"Profile of {', '.join(sorted(profiled))} (cumulative time, {args.calls} calls)")
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(45)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from django.db import connection, connections
 from a2a import api_keys, services
 from a2a.lifecycle import State
 from a2a.models import Artifact, Message, Suspension, Task, TaskEvent
+from tests import flush
 
 AGENT = services.Actor("agent", "test-agent")
 WORKERS_RUNNING = False  # set by tests/runtime's `runtime` fixture
@@ -37,40 +38,7 @@ def pytest_sessionfinish(session, exitstatus):
                 os.unlink(f"{db['TEST']['NAME']}{suffix}")
 
 
-DEADLOCK_DETECTED = "40P01"  # PostgreSQL's SQLSTATE for a deadlock it broke
-
-
-def _deadlocked(exc: BaseException | None) -> bool:
-    while exc is not None:
-        if getattr(exc, "sqlstate", None) == DEADLOCK_DETECTED:
-            return True
-        exc = exc.__cause__ or exc.__context__
-    return False
-
-
-def _flush_that_survives_deadlocks() -> None:
-    """A transactional test's flush (one TRUNCATE of every table, locking them one by one)
-    can deadlock on PostgreSQL with a worker or the scheduler running a query over two
-    tables (it holds one, the TRUNCATE the other); PostgreSQL then aborts one side, and
-    when that is the flush, the next test starts on the last one's rows (CI, stop 24: the
-    scheduler ticks every 0.1 s in the test lanes). The aborted TRUNCATE changed nothing,
-    so it is run again, as PostgreSQL's documentation advises for a deadlock victim."""
-    from django.test import TransactionTestCase
-
-    teardown = TransactionTestCase._fixture_teardown
-
-    def _fixture_teardown(self) -> None:
-        for attempt in range(1, 6):
-            try:
-                return teardown(self)
-            except Exception as exc:
-                if attempt == 5 or not _deadlocked(exc):
-                    raise
-
-    TransactionTestCase._fixture_teardown = _fixture_teardown
-
-
-_flush_that_survives_deadlocks()
+flush.install()  # tests/flush.py says why
 
 
 def pytest_collection_modifyitems(config, items):

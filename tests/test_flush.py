@@ -1,60 +1,71 @@
-"""The transactional tests' flush survives a deadlock with a background process.
-
-Workers and the scheduler query the test database while tests flush it; on PostgreSQL a
-TRUNCATE of every table can deadlock with a query over two tables, and a flush that lost
-left the next test on the last one's rows (CI, stop 24). tests/conftest.py runs an
-aborted flush again; this test makes the deadlock happen on purpose."""
+"""The transactional tests' flush on PostgreSQL (tests/flush.py): it empties every table
+but content types and permissions, and one PostgreSQL aborts as a deadlock's victim is
+run again (workers and the scheduler query the test database while tests flush it)."""
 
 from __future__ import annotations
 
-import re
 import threading
 
 import psycopg
 import pytest
-from django.contrib.auth.models import User
-from django.core.management.color import no_style
-from django.core.management.sql import sql_flush
+from django.contrib.auth.models import Permission, User
+from django.contrib.sessions.models import Session
 from django.db import connection
 from django.test import TransactionTestCase
+from django.utils import timezone
+
+from tests.flush import emptied_tables
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 
+def flush_as_a_test_ends() -> None:
+    case = TransactionTestCase()
+    case.databases = {"default"}
+    case._fixture_teardown()
+
+
+def test_the_flush_empties_every_table_but_content_types_and_permissions():
+    User.objects.create(username="left-over")
+    permissions = Permission.objects.count()
+    flush_as_a_test_ends()
+    assert not User.objects.exists()
+    assert Permission.objects.count() == permissions > 0
+
+
 def test_a_flush_that_deadlocks_with_a_reader_is_run_again():
     User.objects.create(username="left-over")
+    Session.objects.create(session_key="k", session_data="", expire_date=timezone.now())
+    # the flush deletes auth_user before django_session (it must, for the deadlock below)
+    order = emptied_tables()
+    assert order.index("auth_user") < order.index("django_session")
     flusher = connection.cursor().connection
-    # the flush detects the deadlock (it is the one PostgreSQL aborts), the reader waits
-    flusher.execute("SET deadlock_timeout = '50ms'")
+    flusher.execute("SET deadlock_timeout = '50ms'")  # the flush is the victim
     params = connection.get_connection_params()
     reader = psycopg.connect(
         host=params["host"], port=params.get("port") or 5432, user=params["user"],
         dbname=connection.settings_dict["NAME"], autocommit=True,
     )  # fmt: skip
     reader.execute("SET deadlock_timeout = '10s'")
-    # the flush locks its tables in the order of its TRUNCATE (this process's, as the
-    # order comes from a set): the reader holds the last one, the flush takes the first
-    # and waits for the last, then the reader asks for the first
-    truncate = sql_flush(no_style(), connection, reset_sequences=False)[0]
-    tables = re.findall(r'"(\w+)"', truncate.split(";")[0])
-    first, last = tables[0], tables[-1]
     reader.execute("BEGIN")
-    reader.execute(f'SELECT 1 FROM "{last}" LIMIT 1')
+    reader.execute("SELECT 1 FROM django_session FOR UPDATE")
     waiting = "SELECT 1 FROM pg_locks WHERE pid = %s AND NOT granted"
+    read: list[object] = []
 
-    def read_what_the_flush_holds() -> None:
+    def lock_what_the_flush_deleted() -> None:
+        # the flush has deleted the user and waits for the session row the reader holds;
+        # the reader now asks for the user's row: each waits for the other
         while not reader.execute(waiting, (flusher.info.backend_pid,)).fetchone():
             pass
-        reader.execute(f'SELECT 1 FROM "{first}" LIMIT 1')
+        read.append(reader.execute("SELECT username FROM auth_user FOR UPDATE").fetchall())
         reader.execute("COMMIT")
 
-    thread = threading.Thread(target=read_what_the_flush_holds)
+    thread = threading.Thread(target=lock_what_the_flush_deleted)
     thread.start()
     try:
-        case = TransactionTestCase()
-        case.databases = {"default"}
-        case._fixture_teardown()
+        flush_as_a_test_ends()
     finally:
         thread.join(timeout=30)
         reader.close()
-    assert not User.objects.filter(username="left-over").exists()
+    assert read == [[("left-over",)]]  # the flush was rolled back while the reader read
+    assert not User.objects.exists() and not Session.objects.exists()
