@@ -1,6 +1,6 @@
-"""How a transactional test empties the database after itself, on PostgreSQL.
+"""How a transactional test empties the database after itself.
 
-Django's flush is one TRUNCATE of every table. On PostgreSQL that costs ~250 ms (each
+On PostgreSQL Django's flush is one TRUNCATE of every table, which costs ~250 ms (each
 table and index gets new files, committed durably), and nearly half of the suite's tests
 are transactional (live servers, workers): four of the PostgreSQL lane's nine minutes were
 flushes. A DELETE of every table, constraints deferred, empties the same tables in under
@@ -11,7 +11,8 @@ query over two tables (CI, stop 24: the next test started on the last one's rows
 Content types and permissions are kept: the flush deletes them only for its post_migrate
 signal to create them again, the same rows. Any flush PostgreSQL aborts as a deadlock's
 victim changed nothing and is run again, as PostgreSQL's documentation advises.
-SQLite keeps Django's own flush (already a DELETE per table)."""
+On SQLite (whose flush is a DELETE per table already) keeping content types and
+permissions makes it 0.4 ms instead of 20 ms."""
 
 from __future__ import annotations
 
@@ -33,9 +34,14 @@ def emptied_tables(alias: str = "default") -> list[str]:
 def delete_everything(alias: str) -> None:
     connection = connections[alias]
     quote = connection.ops.quote_name
+    deletes = [f"DELETE FROM {quote(t)}" for t in emptied_tables(alias)]
     with transaction.atomic(using=alias), connection.cursor() as cursor:
-        cursor.execute("SET CONSTRAINTS ALL DEFERRED")
-        cursor.execute("; ".join(f"DELETE FROM {quote(t)}" for t in emptied_tables(alias)))
+        if connection.vendor == "postgresql":  # one round trip
+            cursor.execute("SET CONSTRAINTS ALL DEFERRED")
+            cursor.execute("; ".join(deletes))
+        else:  # SQLite's foreign keys are deferred already; one statement per execute
+            for delete in deletes:
+                cursor.execute(delete)
 
 
 def _deadlocked(exc: BaseException | None) -> bool:
@@ -54,9 +60,6 @@ def install() -> None:
         if case.available_apps is not None or case.serialized_rollback:
             return djangos_flush(case)
         for alias in case._databases_names(include_mirrors=False):
-            if connections[alias].vendor != "postgresql":
-                djangos_flush(case)
-                continue
             for attempt in range(1, ATTEMPTS + 1):
                 try:
                     delete_everything(alias)

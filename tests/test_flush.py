@@ -1,5 +1,5 @@
-"""The transactional tests' flush on PostgreSQL (tests/flush.py): it empties every table
-but content types and permissions, and one PostgreSQL aborts as a deadlock's victim is
+"""The transactional tests' flush (tests/flush.py): it empties every table
+but content types and permissions, and one that PostgreSQL aborts as a deadlock's victim is
 run again (workers and the scheduler query the test database while tests flush it)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from tests.flush import emptied_tables
 
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def flush_as_a_test_ends() -> None:
@@ -33,6 +33,7 @@ def test_the_flush_empties_every_table_but_content_types_and_permissions():
     assert Permission.objects.count() == permissions > 0
 
 
+@pytest.mark.postgres
 def test_a_flush_that_deadlocks_with_a_reader_is_run_again():
     User.objects.create(username="left-over")
     Session.objects.create(session_key="k", session_data="", expire_date=timezone.now())
