@@ -127,7 +127,7 @@ def main() -> None:
         print(f"  {n / args.calls:4.1f} x {name:7s} {sql}")
     if profiled:
         print(f"Profile of {', '.join(sorted(profiled))} (cumulative time, {args.calls} calls)")
-        pstats.Stats(profiler).sort_stats("cumulative").print_stats(45)
+        pstats.Stats(profiler).sort_stats(os.environ.get("SORT", "cumulative")).print_stats(45)
 
 
 if __name__ == "__main__":

@@ -110,6 +110,15 @@ if DATABASE_URL:
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         # channels' live server otherwise connects to a doubled test_test_… name
         DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}"}
+        if env_bool("TASKDECK_PG_PREPARE", True):
+            # Server-side binding lets psycopg prepare a statement the fifth time a
+            # connection runs it: PostgreSQL then skips parsing and planning it (the hot
+            # path's reads are one SQL text each, a2a/prepared.py). Django leaves it off
+            # for transaction-mode poolers; set TASKDECK_PG_PREPARE=0 behind one
+            # (docs/production.md).
+            DATABASES["default"].setdefault("OPTIONS", {}).update(
+                {"server_side_binding": True, "prepare_threshold": 5}
+            )
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {

@@ -137,3 +137,22 @@ def test_a_values_list_shape_gives_rows(busy_task):
     )
     assert prepared.fetch(task=busy_task.id) == expected
     assert prepared.fetch(task="no-such-task") == []
+
+
+@pytest.mark.postgres
+def test_on_postgresql_a_connection_prepares_the_reads_it_repeats(busy_task):
+    """Server-side binding (dashboard/settings.py, TASKDECK_PG_PREPARE): after five
+    GetTasks on one connection, PostgreSQL runs its reads as prepared statements, parsed
+    and planned once per connection."""
+
+    def prepared() -> set[str]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT statement FROM pg_prepared_statements")
+            return {row[0] for row in cursor.fetchall()}
+
+    before = prepared()
+    for _ in range(6):
+        selectors.get_task(busy_task.id, history_length=None)
+    new = prepared() - before
+    assert any('FROM "a2a_task"' in sql for sql in new), new
+    assert any('FROM "a2a_message"' in sql for sql in new), new
