@@ -135,6 +135,14 @@ _OPEN = Prepared(
     "task",
     "kind",
 )
+# what an ending touches: open pauses and questions, and answered questions still shown
+# as being worked on (every task that ends reads it)
+_TOUCHED_BY_AN_END = Prepared(
+    lambda task: Interrupt.objects.filter(task_id=task).filter(
+        Q(pending=True) | Q(kind=Interrupt.Kind.INPUT_REQUEST, content__stage="working")
+    ),
+    "task",
+)
 
 
 def on_task_event(event: TaskEvent) -> None:
@@ -383,11 +391,7 @@ def _interrupts(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> str |
         batch.activity_snapshot(interrupt)
     ends = kind in (EventKind.COMPLETED, EventKind.FAILED, EventKind.REJECTED, EventKind.CANCELED)
     if ends:  # one read for the three kinds of interrupt an ending touches
-        touched = list(
-            Interrupt.objects.filter(task=task).filter(
-                Q(pending=True) | Q(kind=Interrupt.Kind.INPUT_REQUEST, content__stage="working")
-            )
-        )
+        touched = _TOUCHED_BY_AN_END.fetch(task=task.id)
         pauses = [i for i in touched if i.pending and i.kind == Interrupt.Kind.PAUSE]
         asked = [i for i in touched if i.pending and i.kind == Interrupt.Kind.INPUT_REQUEST]
         answered = [i for i in touched if not i.pending]

@@ -156,3 +156,40 @@ def test_on_postgresql_a_connection_prepares_the_reads_it_repeats(busy_task):
     new = prepared() - before
     assert any('FROM "a2a_task"' in sql for sql in new), new
     assert any('FROM "a2a_message"' in sql for sql in new), new
+
+
+def test_what_an_ending_touches_is_what_the_orm_finds(make_task):
+    """The projector's read when a task ends (agui/projector.py): its open interrupts and
+    its answered questions still shown as being worked on, and nothing else — with a JSON
+    key lookup inside, on both databases."""
+    from datetime import timedelta
+
+    from django.db.models import Q
+    from django.utils import timezone
+
+    from agui.models import Interrupt
+    from agui.projector import _TOUCHED_BY_AN_END
+
+    task, other = make_task("working"), make_task("working")
+    at = timezone.now()
+    rows = {
+        "open-pause": (Interrupt.Kind.PAUSE, True, {"stage": "paused"}),
+        "open-question": (Interrupt.Kind.INPUT_REQUEST, True, {"stage": "awaiting_input"}),
+        "answered-working": (Interrupt.Kind.INPUT_REQUEST, False, {"stage": "working"}),
+        "answered-done": (Interrupt.Kind.INPUT_REQUEST, False, {"stage": "completed"}),
+        "resumed-pause": (Interrupt.Kind.PAUSE, False, {"stage": "working"}),
+    }
+    for n, (name, (kind, pending, content)) in enumerate(rows.items()):
+        for owner in (task, other):
+            Interrupt.objects.create(
+                interrupt_id=f"{name}-{owner.id}", task=owner, kind=kind, reason="test",
+                content=content, pending=pending, created_at=at + timedelta(seconds=n),
+            )  # fmt: skip
+    orm = Interrupt.objects.filter(task=task).filter(
+        Q(pending=True) | Q(kind=Interrupt.Kind.INPUT_REQUEST, content__stage="working")
+    )
+    found = _TOUCHED_BY_AN_END.fetch(task=task.id)
+    assert [_fields(i) for i in found] == [_fields(i) for i in orm]
+    assert [i.interrupt_id for i in found] == [
+        f"{name}-{task.id}" for name in ("open-pause", "open-question", "answered-working")
+    ]
