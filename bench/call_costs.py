@@ -5,7 +5,11 @@ binding calls it. Prints figures (and with --sql the statements of each phase); 
 nothing.
 
     .venv/bin/python bench/call_costs.py [--scale-out] [--calls 50] [--sql send,run,resume]
-        [--profile pause,resume]
+        [--profile pause,resume]   (SORT=tottime: by own time; CALLEES=<regex>: what the
+                                    matching functions call, e.g. CALLEES='on_task_event')
+
+cProfile sees only this thread: a run's database calls on pooled threads are not in it.
+Its times are wall-clock, so they include waiting for the database.
 
 Queries are counted on every thread's connections (the run's database calls go to pooled
 threads) by wrapping Django's cursor; savepoints and their releases count as queries (each
@@ -127,7 +131,11 @@ def main() -> None:
         print(f"  {n / args.calls:4.1f} x {name:7s} {sql}")
     if profiled:
         print(f"Profile of {', '.join(sorted(profiled))} (cumulative time, {args.calls} calls)")
-        pstats.Stats(profiler).sort_stats(os.environ.get("SORT", "cumulative")).print_stats(45)
+        stats = pstats.Stats(profiler).sort_stats(os.environ.get("SORT", "cumulative"))
+        if os.environ.get("CALLEES"):  # e.g. CALLEES=on_task_event: what that calls
+            stats.print_callees(os.environ["CALLEES"])
+        else:
+            stats.print_stats(45)
 
 
 if __name__ == "__main__":
