@@ -28,7 +28,7 @@ from a2a.lifecycle import TERMINAL, TransitionRefused
 from a2a.models import Task
 from tests.dashboard.conftest import make_user, operator, viewer  # noqa: F401
 from tests.runtime import hosting
-from tests.runtime.conftest import DIE_WITH_US, runtime, start, wait_idle  # noqa: F401
+from tests.runtime.conftest import DIE_WITH_US, Processes, start, wait_idle, workers_running  # noqa: F401
 from tests.runtime.conftest import _env as runtime_env
 
 CHROMIUM = "/usr/bin/chromium"
@@ -81,7 +81,15 @@ def hosted_acp_agents(django_db_setup, tmp_path_factory) -> Iterator[Path]:
 
 
 @pytest.fixture(scope="session")
-def site(asgi_server, runtime) -> str:  # noqa: F811
+def runtime(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Processes]:
+    """Two workers and the scheduler for the whole browser session (tests/runtime's are
+    its package's only)."""
+    with workers_running(django_db_blocker, tmp_path_factory.mktemp("runtime-logs")) as procs:
+        yield procs
+
+
+@pytest.fixture(scope="session")
+def site(asgi_server, runtime) -> str:
     """Daphne plus two workers and the scheduler, started before any browser (so no
     process is forked while Playwright's threads run)."""
     return asgi_server

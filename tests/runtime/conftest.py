@@ -150,11 +150,12 @@ def workers_running(django_db_blocker, log_dir) -> Iterator[Processes]:
         shared.WORKERS_RUNNING = before
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def runtime(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Processes]:
-    """Two workers and a scheduler for the rest of the session. Only suites that sort after
-    the ones driving tasks by hand (tests/a2a, tests/agui, tests/dashboard) may use it:
-    once workers run they pick up every runnable task (make_task refuses then)."""
+    """Two workers and a scheduler while the package's tests run (tests/runtime; the browser
+    lane imports it for tests/browser). Once workers run they pick up every runnable task
+    (make_task refuses then), so they stop when the package is done: tests driving tasks by
+    hand (tests/agui, tests/push, …) may run after it in one session, in any order."""
     with workers_running(django_db_blocker, tmp_path_factory.mktemp("runtime-logs")) as procs:
         yield procs
 
