@@ -8,7 +8,7 @@ import threading
 
 import psycopg
 import pytest
-from django.contrib.auth.models import Permission, User
+from django.contrib.auth.models import Group, Permission, User
 from django.contrib.sessions.models import Session
 from django.db import connection
 from django.test import TransactionTestCase
@@ -35,38 +35,64 @@ def test_the_flush_empties_every_table_but_content_types_and_permissions():
 
 @pytest.mark.postgres
 def test_a_flush_that_deadlocks_with_a_reader_is_run_again():
-    User.objects.create(username="left-over")
+    """PostgreSQL checks a waiting backend for a deadlock once, deadlock_timeout after it
+    starts to wait, and aborts the one whose check finds the cycle. So that it is the
+    flush, the flush must close the cycle (wait last) with the shorter timeout: a holder
+    keeps the flush waiting between the row the reader will ask for and the row the reader
+    holds, and lets go only once the reader waits."""
+    user = User.objects.create(username="left-over")
+    user.groups.add(Group.objects.create(name="g"))
     Session.objects.create(session_key="k", session_data="", expire_date=timezone.now())
-    # the flush deletes auth_user before django_session (it must, for the deadlock below)
-    order = emptied_tables()
-    assert order.index("auth_user") < order.index("django_session")
+    order = emptied_tables()  # the order the flush deletes in
+    assert order.index("auth_user") < order.index("auth_user_groups")
+    assert order.index("auth_user_groups") < order.index("django_session")
     flusher = connection.cursor().connection
-    flusher.execute("SET deadlock_timeout = '50ms'")  # the flush is the victim
-    params = connection.get_connection_params()
-    reader = psycopg.connect(
-        host=params["host"], port=params.get("port") or 5432, user=params["user"],
-        dbname=connection.settings_dict["NAME"], autocommit=True,
-    )  # fmt: skip
+    flusher.execute("SET deadlock_timeout = '50ms'")
+    reader, holder = _connect(), _connect()
     reader.execute("SET deadlock_timeout = '10s'")
+    holder.execute("BEGIN")
+    holder.execute("SELECT 1 FROM auth_user_groups FOR UPDATE")
     reader.execute("BEGIN")
     reader.execute("SELECT 1 FROM django_session FOR UPDATE")
     waiting = "SELECT 1 FROM pg_locks WHERE pid = %s AND NOT granted"
+    watcher = _connect()
+
+    def waits(conn: psycopg.Connection) -> None:
+        while not watcher.execute(waiting, (conn.info.backend_pid,)).fetchone():
+            pass
+
     read: list[object] = []
 
-    def lock_what_the_flush_deleted() -> None:
-        # the flush has deleted the user and waits for the session row the reader holds;
-        # the reader now asks for the user's row: each waits for the other
-        while not reader.execute(waiting, (flusher.info.backend_pid,)).fetchone():
-            pass
+    def read_the_deleted_user() -> None:
+        # the flush has deleted the user and waits for the holder's row; the reader asks
+        # for the user's row and waits for the flush
+        waits(flusher)
         read.append(reader.execute("SELECT username FROM auth_user FOR UPDATE").fetchall())
         reader.execute("COMMIT")
 
-    thread = threading.Thread(target=lock_what_the_flush_deleted)
-    thread.start()
+    def let_go_once_the_reader_waits() -> None:
+        # then the flush goes on to the session row the reader holds: a cycle it closes
+        waits(reader)
+        holder.execute("COMMIT")
+
+    steps = (read_the_deleted_user, let_go_once_the_reader_waits)
+    threads = [threading.Thread(target=step) for step in steps]
+    for thread in threads:
+        thread.start()
     try:
         flush_as_a_test_ends()
     finally:
-        thread.join(timeout=30)
-        reader.close()
+        for thread in threads:
+            thread.join(timeout=30)
+        for conn in (reader, holder, watcher):
+            conn.close()
     assert read == [[("left-over",)]]  # the flush was rolled back while the reader read
     assert not User.objects.exists() and not Session.objects.exists()
+
+
+def _connect() -> psycopg.Connection:
+    params = connection.get_connection_params()
+    return psycopg.connect(
+        host=params["host"], port=params.get("port") or 5432, user=params["user"],
+        dbname=connection.settings_dict["NAME"], autocommit=True,
+    )  # fmt: skip
