@@ -15,6 +15,7 @@ from django.test import TransactionTestCase
 from django.utils import timezone
 
 from tests.flush import emptied_tables
+from tests.runtime.conftest import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -58,8 +59,8 @@ def test_a_flush_that_deadlocks_with_a_reader_is_run_again():
     watcher = _connect()
 
     def waits(conn: psycopg.Connection) -> None:
-        while not watcher.execute(waiting, (conn.info.backend_pid,)).fetchone():
-            pass
+        pid = conn.info.backend_pid
+        wait_for(lambda: watcher.execute(waiting, (pid,)).fetchone(), 10, f"{pid} to wait")
 
     read: list[object] = []
 
@@ -91,8 +92,4 @@ def test_a_flush_that_deadlocks_with_a_reader_is_run_again():
 
 
 def _connect() -> psycopg.Connection:
-    params = connection.get_connection_params()
-    return psycopg.connect(
-        host=params["host"], port=params.get("port") or 5432, user=params["user"],
-        dbname=connection.settings_dict["NAME"], autocommit=True,
-    )  # fmt: skip
+    return psycopg.connect(autocommit=True, **connection.get_connection_params())
