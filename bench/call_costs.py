@@ -71,7 +71,8 @@ def main() -> None:
         if current[0]:
             totals[current[0]][0] += 1
             if current[0] in shown:
-                statements[(current[0], re.sub(r"'[^']*'", "?", sql)[:140])] += 1
+                shape = re.sub(r'"s\d+_x\d+"', "<sp>", re.sub(r"'[^']*'", "?", sql))
+                statements[(current[0], shape[:140])] += 1
         return execute(self, sql, params, many, executor)
 
     utils.CursorWrapper._execute_with_wrappers = counted

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 
-from asgiref.sync import SyncToAsync, sync_to_async
+from asgiref.sync import SyncToAsync
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -128,7 +128,7 @@ async def wait(run: asyncio.Task, timeout: float) -> bool:
 async def _run(task_id: str) -> str:
     """One slice under the lease `take` wrote, then the lease back. A wakeup that landed
     meanwhile (a message, a resume) is the workers' to serve: a job is queued for it."""
-    from a2a.runtime import executor, wakeups  # the executor imports the agents
+    from a2a.runtime import executor  # the executor imports the agents
 
     token = faults.POOLED.set(True)  # this loop's pooled threads keep their connections
     try:
@@ -140,11 +140,19 @@ async def _run(task_id: str) -> str:
             log.exception("inline slice of task %s failed", task_id)
             await faults.in_db_thread(leases.release)(task_id, None)
             return "failed; the scheduler will run it again"
-        woke = await faults.in_db_thread(leases.release)(task_id, 1)
-        if woke:
-            await faults.in_db_thread(wakeups.enqueue)(task_id)
-        else:
-            await sync_to_async(executor.announce_release, thread_sensitive=False)(task_id)
+        await faults.in_db_thread(_give_back)(task_id)
         return outcome
     finally:
         faults.POOLED.reset(token)
+
+
+def _give_back(task_id: str) -> None:
+    """The lease back, then a job for a wakeup that landed meanwhile or the release's
+    announcement: one hop to a pooled thread for both (each hop costs a thread switch
+    on the busiest path, a blocking send's)."""
+    from a2a.runtime import executor, wakeups
+
+    if leases.release(task_id, 1):
+        wakeups.enqueue(task_id)
+    else:
+        executor.announce_release(task_id)

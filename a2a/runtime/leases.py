@@ -70,5 +70,7 @@ def release(task_id: str, served: int | None, worker: str = WORKER_ID) -> bool:
             lease.served, lease.faults = served, 0
             fields += ["served", "faults"]
         lease.save(update_fields=fields)
+        if served is None or lease.wakeups == served:
+            return False  # nothing woke it meanwhile: no need to read its state
         row = STATE.first(task=task_id)
-        return served is not None and lease.wakeups != served and bool(row) and row[0] in RUNNABLE
+        return bool(row) and row[0] in RUNNABLE

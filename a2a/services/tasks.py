@@ -51,17 +51,18 @@ def create_task(
         raise ValidationFailed({"origin": [f"must be one of {', '.join(Task.Origin.values)}"]})
     checks.text(origin.title, "origin.title", limit=200)
     checks.text(origin.ref, "origin.ref", limit=checks.MAX_ID)
+    refs = set(message.reference_task_ids)
+    if refs:  # tasks the actor may not see are unknown, as if they did not exist
+        found = set(
+            access.visible(Task.objects.filter(pk__in=refs), actor).values_list("pk", flat=True)
+        )
+        if missing := sorted(refs - found):
+            raise ValidationFailed({"message.referenceTaskIds": [f"unknown task {missing[0]!r}"]})
     at = now()
-    with transaction.atomic():
-        refs = set(message.reference_task_ids)
-        if refs:  # tasks the actor may not see are unknown, as if they did not exist
-            found = set(
-                access.visible(Task.objects.filter(pk__in=refs), actor).values_list("pk", flat=True)
-            )
-            if missing := sorted(refs - found):
-                raise ValidationFailed(
-                    {"message.referenceTaskIds": [f"unknown task {missing[0]!r}"]}
-                )
+    # No savepoint inside a caller's transaction (a send's, which also writes the receipt):
+    # nothing below is expected to fail, and what does fails the caller's transaction too,
+    # whereas a savepoint costs two round trips on every send.
+    with transaction.atomic(savepoint=False):
         task = Task.objects.create(
             context_id=context_id or str(uuid.uuid4()),
             skill=skill,
