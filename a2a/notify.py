@@ -300,6 +300,10 @@ class Listener:
         self.joined = False
         self.retry_at = 0.0
         self.rejoin_at = 0.0
+        # The receive in flight: kept across waits that time out, so a message that arrives
+        # between two waits is held for the next (the pub/sub layer keeps none for a
+        # channel nobody receives on, and a cancelled receive there drops the channel).
+        self.receiving: asyncio.Task | None = None
 
     async def join(self) -> bool:
         """Join the group; False when there is no layer or it failed (`wait` retries)."""
@@ -308,10 +312,10 @@ class Listener:
         loop = asyncio.get_running_loop()
         if not crosses_processes(self.layer):
             relay.attach(self.layer, loop)  # other processes' announcements, locally
-        if self.channel is None:
-            self.channel = await self.layer.new_channel()
         for _ in range(2):  # after a restart, a pooled connection fails once, then reconnects
             try:
+                if self.channel is None:  # the pub/sub layer subscribes to it in Redis
+                    self.channel = await _bounded(self.layer.new_channel(), LAYER_CALL_SECONDS)
                 await _bounded(self.layer.group_add(self.group, self.channel), LAYER_CALL_SECONDS)
             except Exception as exc:  # _LayerTimeout included: a hung Redis must not stall us
                 log.debug("could not join %s on the channel layer: %r", self.group, exc)
@@ -341,11 +345,19 @@ class Listener:
             self.joined = False
             return False
         deadline = loop.time() + timeout
+        if self.receiving is None:
+            self.receiving = asyncio.ensure_future(self.layer.receive(self.channel))
         try:
-            await _bounded(self.layer.receive(self.channel), timeout)
+            done, _ = await asyncio.wait({self.receiving}, timeout=timeout)
+        except asyncio.CancelledError:  # the waiter went away: so does its receive
+            self._stop_receiving()
+            raise
+        if not done:
+            return False  # the receive stays pending for the next wait
+        received, self.receiving = self.receiving, None
+        try:
+            received.result()
             return True
-        except _LayerTimeout:
-            return False
         except Exception as exc:  # Redis went away: poll until it is back
             log.warning("lost the channel layer (%s); polling meanwhile: %s", self.group, exc)
             self.joined = False
@@ -353,7 +365,14 @@ class Listener:
             await asyncio.sleep(max(0.0, min(deadline, self.retry_at) - loop.time()))
             return False
 
+    def _stop_receiving(self) -> None:
+        if self.receiving is not None:
+            self.receiving.cancel()
+            self.receiving.add_done_callback(_drop_outcome)
+            self.receiving = None
+
     async def leave(self) -> None:
+        self._stop_receiving()
         if self.layer is None or self.channel is None:
             return
         self.joined = False

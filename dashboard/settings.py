@@ -152,17 +152,23 @@ REDIS_SECONDS = float(os.environ.get("TASKDECK_REDIS_SECONDS", 0.1))
 def redis_channel_layers(url: str) -> dict:
     """CHANNEL_LAYERS on the Redis at `url` (tests that own a Redis use it too).
 
-    No socket_timeout: a Listener's receive blocks in Redis (BZPOPMIN) for seconds by
-    design; a2a.notify bounds every call instead (REDIS_SECONDS on the write path). The
-    connect timeout bounds a Listener's re-join when packets are dropped, not refused."""
+    The pub/sub layer of channels_redis, not its default one: Taskdeck's messages are
+    wake-ups (the database holds the truth), so what the default layer adds — messages
+    kept in Redis for a channel until it reads them, group memberships kept in sorted
+    sets — is cost without use. A group_send there is a PUBLISH (one round trip) instead
+    of two to four round trips and a Lua script: measured on this machine, 0.11 ms of
+    the sender's CPU instead of 0.28 ms for a group nobody listens to, 0.18 ms instead of
+    0.63 ms for one with a listener; a blocking send makes seven of them. A message
+    published while nobody waits is dropped, which a wake-up may be: a2a.notify.Listener
+    keeps its receive pending across its timeouts, so none is dropped between two waits.
+
+    No socket_timeout: a Listener's receive waits for seconds by design; a2a.notify
+    bounds every call instead (REDIS_SECONDS on the write path). The connect timeout
+    bounds a Listener's join when packets are dropped, not refused."""
     return {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {
-                "hosts": [{"address": url, "socket_connect_timeout": 2}],
-                "capacity": 1000,
-                "expiry": 30,
-            },
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": [{"address": url, "socket_connect_timeout": 2}]},
         }
     }
 
@@ -478,8 +484,11 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"redis_outage": {"()": "dashboard.log_filters.RedisOutage"}},
     "loggers": {
         "django.request": {"handlers": ["console"], "level": "ERROR"},
+        # a Redis outage is survived: one warning line, not an error with a traceback
+        "channels_redis.pubsub": {"filters": ["redis_outage"]},
         "a2a": {"handlers": ["console"], "level": os.environ.get("TASKDECK_LOG_LEVEL", "INFO")},
     },
 }

@@ -12,8 +12,12 @@ import gc
 import logging
 
 import pytest
+from django.utils.module_loading import import_string
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from a2a import notify
+from dashboard.log_filters import RedisOutage
+from dashboard.settings import redis_channel_layers
 
 
 class RedisLikeLayer:
@@ -76,3 +80,46 @@ async def test_a_hung_layer_costs_a_bounded_join_and_leave(monkeypatch):
     assert await listener.join() is False  # refused in time, retried later
     assert listener.joined is False
     await listener.leave()  # returns: a hung Redis cannot hold a stream's teardown
+
+
+@pytest.mark.asyncio
+async def test_news_between_two_waits_wakes_the_next_one_on_the_redis_layer(our_redis):
+    """The pub/sub layer keeps nothing for a channel nobody receives on, and a cancelled
+    receive there drops the channel: a Listener keeps its receive pending across a wait
+    that timed out, so news that arrives between two waits (while its waiter re-reads the
+    database) wakes the next wait instead of being lost until the poll."""
+    config = redis_channel_layers(our_redis.url)["default"]
+    layer = import_string(config["BACKEND"])(**config["CONFIG"])
+    waiter, witness = notify.Listener("a2a-task-x"), notify.Listener("a2a-task-x")
+    waiter.layer = witness.layer = layer
+    try:
+        assert await waiter.join() and await witness.join()
+        assert await waiter.wait(0.05) is False  # nothing yet: its caller re-reads
+        await layer.group_send("a2a-task-x", {"type": "task.event", "id": 1})
+        # the layer hands a group's news to all its channels at once: once the witness
+        # has it, so has (or has not) the waiter, which is between two waits
+        assert await witness.wait(10) is True
+        assert await waiter.wait(0.5) is True
+    finally:
+        await waiter.leave()
+        await witness.leave()
+        await layer.flush()
+
+
+def _record(exc: BaseException) -> logging.LogRecord:
+    return logging.LogRecord(
+        "channels_redis.pubsub", logging.ERROR, __file__, 1, "Unexpected exception in receive "
+        "task", None, (type(exc), exc, None),
+    )  # fmt: skip
+
+
+def test_a_lost_redis_subscription_is_logged_as_one_warning_line():
+    record = _record(RedisConnectionError("Error 111 connecting to 127.0.0.1:6379."))
+    assert RedisOutage().filter(record)
+    assert (record.levelname, record.exc_info) == ("WARNING", None)
+    assert "lost its Redis subscription" in record.getMessage()
+    assert "Error 111" in record.getMessage()
+    # anything else the library logs stays an error, with its traceback
+    bug = _record(KeyError("channel"))
+    assert RedisOutage().filter(bug)
+    assert bug.levelname == "ERROR" and bug.exc_info is not None
