@@ -339,8 +339,9 @@ class Listener:
                 return True
             await asyncio.sleep(max(0.0, min(timeout, self.retry_at - loop.time())))
             return False
-        # Memberships expire (Redis's group_expiry; the in-memory layer drops a channel whose
-        # queued message expired): renew now and then; failing to is an outage.
+        # Memberships may expire (the in-memory layer drops a channel whose queued message
+        # expired; channels_redis's default layer has a group_expiry): renew now and then;
+        # failing to is an outage. (On the pub/sub layer a renewal costs nothing.)
         if loop.time() >= self.rejoin_at and not await self.join():
             self.joined = False
             return False

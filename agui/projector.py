@@ -204,14 +204,15 @@ def on_task_event(event: TaskEvent) -> None:
         ViewTask.objects.create(task_id=task.id, updated_at=task.updated_at, **row)
     else:
         ViewTask.objects.filter(task_id=task.id).update(updated_at=task.updated_at, **row)
-    AguiEvent.objects.bulk_create(batch.rows)
-    if batch.rows:
-        transaction.on_commit(_poke)
+    rows = batch.rows
     if task.state in view.FINISHED:
-        # One more finished task: the oldest beyond FINISHED_MAX (and any finished too long
-        # ago) leave now, in this transaction, their deltas after this change's.
-        # (Those finished too long ago are the scheduler's tick's: one read less here.)
-        evict_finished(event.created_at, limit=EVICT_IN_WRITE, by_age=False)
+        # One more finished task: the oldest beyond FINISHED_MAX leave now, in this
+        # transaction, their deltas after this change's and in the same insert. (Those
+        # finished too long ago are the scheduler's tick's: one read less here.)
+        rows = rows + _evictions(event.created_at, limit=EVICT_IN_WRITE, by_age=False)
+    AguiEvent.objects.bulk_create(rows)
+    if rows:
+        transaction.on_commit(_poke)
 
 
 @functools.lru_cache(maxsize=16)
@@ -242,38 +243,43 @@ def evict_finished(
     order, so they cannot deadlock. Safe inside the writer's transaction and alone. At
     most `limit` of each kind (pushed out, timed out — the latter only with `by_age`) per
     call."""
-    bound = view.limits()
-    now = now or timezone.now()
-    finished = ViewTask.objects.filter(in_view=True, status__in=view.FINISHED)
-    leaving = dict(_pushed_out(bound.finished_max, limit).fetch())
-    if by_age:
-        cutoff = now - timedelta(minutes=bound.finished_minutes)
-        expired = finished.filter(updated_at__lt=cutoff).order_by("updated_at", "task_id")
-        leaving.update(expired.values_list("task_id", "version")[:limit])
-    if not leaving:
-        return 0
-    rows = []
     with transaction.atomic(savepoint=False):
-        for task_id in sorted(leaving):
-            version = leaving[task_id] + 1
-            moved = ViewTask.objects.filter(
-                task_id=task_id, in_view=True, version=leaving[task_id]
-            ).update(in_view=False, version=version)
-            if moved:
-                delta = [{"op": "remove", "path": view.task_path(task_id)}]
-                rows.append(
-                    AguiEvent(
-                        task_id=task_id,
-                        task_version=version,
-                        type=EVICTION,
-                        event=_dump(StateDeltaEvent(delta=delta)),
-                        created_at=now,
-                    )
-                )
+        rows = _evictions(now or timezone.now(), limit=limit, by_age=by_age)
         AguiEvent.objects.bulk_create(rows)
         if rows:
             transaction.on_commit(_poke)
     return len(rows)
+
+
+def _evictions(now: datetime, *, limit: int, by_age: bool) -> list[AguiEvent]:
+    """evict_finished's work but the insert: the rows of the removals it made, for the
+    caller to write (a finishing writer writes them with its own change's, one insert)."""
+    bound = view.limits()
+    leaving = dict(_pushed_out(bound.finished_max, limit).fetch())
+    if by_age:
+        cutoff = now - timedelta(minutes=bound.finished_minutes)
+        expired = ViewTask.objects.filter(
+            in_view=True, status__in=view.FINISHED, updated_at__lt=cutoff
+        ).order_by("updated_at", "task_id")
+        leaving.update(expired.values_list("task_id", "version")[:limit])
+    rows = []
+    for task_id in sorted(leaving):
+        version = leaving[task_id] + 1
+        moved = ViewTask.objects.filter(
+            task_id=task_id, in_view=True, version=leaving[task_id]
+        ).update(in_view=False, version=version)
+        if moved:
+            delta = [{"op": "remove", "path": view.task_path(task_id)}]
+            rows.append(
+                AguiEvent(
+                    task_id=task_id,
+                    task_version=version,
+                    type=EVICTION,
+                    event=_dump(StateDeltaEvent(delta=delta)),
+                    created_at=now,
+                )
+            )
+    return rows
 
 
 _evicted_at = 0.0

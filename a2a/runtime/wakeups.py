@@ -58,7 +58,9 @@ def enqueue(task_id: str, *, run_after: datetime | None = None, wake: bool = Fal
     and locks the task's lease row, so two writers cannot both see "nothing pending"."""
     from a2a.runtime.jobs import run_task
 
-    with transaction.atomic():
+    # No savepoint in the caller's transaction (a resume's, a message's): a failure here
+    # fails the whole change anyway, and a savepoint costs two round trips on each.
+    with transaction.atomic(savepoint=False):
         lease = (
             leases.LOCK.first(task=task_id)
             or RunLease.objects.select_for_update().get_or_create(task_id=task_id)[0]
