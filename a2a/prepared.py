@@ -15,7 +15,9 @@ caller's values at those positions. A shape in which a marker does not come out 
 (a lookup that rewrites its value, such as `__icontains`) or comes out more than once is
 refused when it is first compiled, so a prepared query either runs exactly the ORM's SQL
 or does not run at all. Values must be of the type the column holds (a str for a
-CharField id, an int for a count): the ORM's own conversions are not applied again.
+CharField id, an int for a count): the ORM's own conversions are not applied again, with
+one exception: a UUID (named in `uuids`) is passed as the database takes it (a UUID on
+PostgreSQL, its hex on SQLite), as UUIDField does.
 
 No well-kept library does this (django-prepared-queries, the one that did, is
 unmaintained); it is kept small, and tests/a2a/test_prepared.py compares its answers with
@@ -25,12 +27,13 @@ the ORM's.
 from __future__ import annotations
 
 import itertools
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import connections
-from django.db.models import QuerySet
+from django.db.models import QuerySet, UUIDField
 from django.db.models.query import ModelIterable, get_related_populators
 from django.db.models.sql.compiler import SQLCompiler
 from django.db.transaction import TransactionManagementError
@@ -64,34 +67,41 @@ class _Compiled:
 class Prepared:
     """A queryset shape compiled once per database alias (see the module's docstring).
 
-    `ints` names the parameters that are integers (the rest are strings)."""
+    `ints` names the parameters that are integers, `uuids` those that are UUIDs (the rest
+    are strings)."""
 
     def __init__(
         self,
         build: Callable[..., QuerySet],
         *names: str,
         ints: tuple[str, ...] = (),
+        uuids: tuple[str, ...] = (),
     ) -> None:
         self.build = build
         self.names = names
         self.ints = frozenset(ints)
+        self.uuids = frozenset(uuids)
         self._compiled: dict[str, _Compiled] = {}
 
     def _markers(self) -> dict[str, Any]:
         counter = itertools.count(1)
-        return {
-            name: _INT_MARKER_BASE + next(counter)
-            if name in self.ints
-            else _STR_MARKER.format(name)
-            for name in self.names
-        }
+        markers: dict[str, Any] = {}
+        for name in self.names:
+            if name in self.ints:
+                markers[name] = _INT_MARKER_BASE + next(counter)
+            elif name in self.uuids:
+                markers[name] = uuid.UUID(int=_INT_MARKER_BASE + next(counter))
+            else:
+                markers[name] = _STR_MARKER.format(name)
+        return markers
 
     def _compile(self, using: str) -> _Compiled:
         markers = self._markers()
         queryset = self.build(**markers).using(using)
         compiler = queryset.query.get_compiler(using=using)
         sql, params = compiler.as_sql()
-        by_value = {value: name for name, value in markers.items()}
+        connection = connections[using]
+        by_value = {_as_param(value, connection): name for name, value in markers.items()}
         positions = [(i, by_value[p]) for i, p in enumerate(params) if _is_marker(p, by_value)]
         found = [name for _, name in positions]
         if sorted(found) != sorted(self.names):
@@ -126,9 +136,14 @@ class Prepared:
         if compiled is None:
             compiled = self._compiled[using] = self._compile(using)
         params = list(compiled.params)
-        for position, name in compiled.positions:
-            params[position] = values[name]
         connection = connections[using]
+        for position, name in compiled.positions:
+            value = values[name]
+            if name in self.uuids:
+                value = _as_param(
+                    value if isinstance(value, uuid.UUID) else uuid.UUID(value), connection
+                )
+            params[position] = value
         if compiled.for_update and connection.get_autocommit():  # as the ORM refuses it
             raise TransactionManagementError(
                 "select_for_update cannot be used outside of a transaction."
@@ -164,6 +179,15 @@ class Prepared:
         return found[0] if found else None
 
 
+def _as_param(value: Any, connection: Any) -> Any:
+    """A UUID as this database takes it (UUIDField's conversion); anything else as it is."""
+    if isinstance(value, uuid.UUID):
+        return UUIDField().get_db_prep_value(value, connection)
+    return value
+
+
 def _is_marker(value: Any, by_value: dict[Any, str]) -> bool:
     # psycopg's integer wrappers (Int4...) are ints
+    if isinstance(value, uuid.UUID):
+        return value in by_value
     return isinstance(value, (str, int)) and not isinstance(value, bool) and value in by_value

@@ -22,6 +22,7 @@ from a2a import skills
 from a2a.event_kinds import EventKind, is_user_message
 from a2a.lifecycle import State
 from a2a.models import TaskEvent
+from a2a.prepared import Prepared
 from a2a.runtime import doorbell, inline, leases
 from a2a.runtime.models import RunLease
 
@@ -91,9 +92,18 @@ def enqueue(task_id: str, *, run_after: datetime | None = None, wake: bool = Fal
         return queued
 
 
+# Read by every wakeup of a task that ran before (a resume, a message): compiled once
+# (a2a/prepared.py says why).
+_READY_JOB = Prepared(
+    lambda id: DBTaskResult.objects.filter(pk=id, status=TaskResultStatus.READY)[:1],
+    "id",
+    uuids=("id",),
+)
+
+
 def _pending_job(job_task: Any, job_id: Any) -> Any:
     """The DBTaskResult row of `job_id` if it still waits to be picked up (django-tasks-db);
     None when it was taken, or with a backend that keeps no rows."""
     if job_id is None or not isinstance(job_task.get_backend(), DatabaseBackend):
         return None
-    return DBTaskResult.objects.filter(pk=job_id, status=TaskResultStatus.READY).first()
+    return _READY_JOB.first(id=job_id)

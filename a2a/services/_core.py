@@ -16,7 +16,7 @@ from django.utils import timezone
 from a2a import access, events
 from a2a.errors import TaskNotFound, ValidationFailed
 from a2a.event_kinds import EventKind
-from a2a.models import Message, Task, TaskEvent
+from a2a.models import Message, Suspension, Task, TaskEvent
 from a2a.prepared import Prepared
 from a2a.services import checks
 
@@ -105,6 +105,21 @@ def lock(task_id: str, actor: Actor | None = None) -> Task:
     if actor is not None and not access.may_act(actor, task.owner):
         raise TaskNotFound(str(task_id))
     return task
+
+
+_SUSPENSION = Prepared(lambda pk: Suspension.objects.filter(pk=pk)[:1], "pk", ints=("pk",))
+
+
+def current_suspension(task: Task) -> Suspension | None:
+    """`task.current_suspension`, read compiled once when the ORM would query for it (a
+    resume's, a cancel's: every end of a pause) and kept on the task as the ORM keeps it."""
+    if task.current_suspension_id is None or Task.current_suspension.is_cached(task):
+        return task.current_suspension
+    found = _SUSPENSION.first(pk=task.current_suspension_id)
+    if found is None:  # gone meanwhile (it cannot be, under the lock): as the ORM would
+        return task.current_suspension
+    task.current_suspension = found
+    return found
 
 
 _LAST_SEQ = Prepared(

@@ -19,7 +19,7 @@ from a2a.event_kinds import EventKind
 from a2a.lifecycle import Action, Dialect, State, move, resume_target
 from a2a.models import Suspension, Task
 from a2a.services import checks
-from a2a.services._core import Actor, lock, now, record, set_state
+from a2a.services._core import Actor, current_suspension, lock, now, record, set_state
 
 _SUSPENSION_FIELDS = ("state", "status_timestamp", "current_suspension")
 
@@ -213,7 +213,7 @@ def resume_task(
     with transaction.atomic():
         task = lock(task_id, actor)
         move(task.state, Action.RESUME, dialect)
-        susp = task.current_suspension
+        susp = current_suspension(task)
         if handle is not None and (susp is None or susp.handle != handle):
             raise StaleHandle(handle)
         if susp is not None:  # the input the pausing side said it expects, if it did
@@ -272,7 +272,7 @@ def expire_suspension(handle: str, *, actor: Actor) -> Task | None:
         if susp is None:
             return None
         task = lock(susp.task_id)
-        current = task.current_suspension
+        current = current_suspension(task)
         at = now()
         if current is None or current.handle != handle or not current.deadline:
             return None

@@ -21,6 +21,7 @@ from a2a.services._core import (
     IncomingMessage,
     Origin,
     append_message,
+    current_suspension,
     lock,
     now,
     record,
@@ -298,7 +299,7 @@ def cancel_task(task_id: str, *, actor: Actor, reason: str = "") -> Task:
         target = move(task.state, Action.CANCEL).to
         at = now()
         data: dict[str, Any] = {}
-        susp = task.current_suspension
+        susp = current_suspension(task)
         if susp is not None:
             Suspension.objects.filter(pk=susp.pk).update(
                 ending=Suspension.Ending.CANCELED, ended_at=at, ended_by=str(actor)

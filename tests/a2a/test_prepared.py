@@ -193,3 +193,44 @@ def test_what_an_ending_touches_is_what_the_orm_finds(make_task):
     assert [i.interrupt_id for i in found] == [
         f"{name}-{task.id}" for name in ("open-pause", "open-question", "answered-working")
     ]
+
+
+def test_a_uuid_shape_finds_the_row_the_orm_finds(make_task):
+    """A job row by its UUID and status (a2a/runtime/wakeups.py, every wakeup of a task
+    that ran before): a UUID is passed as the database takes it (native on PostgreSQL,
+    hex on SQLite), given as a UUID or as its text."""
+    from django_tasks import TaskResultStatus
+    from django_tasks_db.models import DBTaskResult
+
+    from a2a.runtime.models import RunLease
+    from a2a.runtime.wakeups import _READY_JOB
+
+    task, other = make_task(), make_task()
+    job_id = RunLease.objects.get(task=task).job_id
+    assert job_id is not None and RunLease.objects.get(task=other).job_id != job_id
+    orm = DBTaskResult.objects.get(pk=job_id, status=TaskResultStatus.READY)
+    for given in (job_id, str(job_id)):
+        found = _READY_JOB.first(id=given)
+        assert found is not None and _fields(found) == _fields(orm)
+    DBTaskResult.objects.filter(pk=job_id).update(status=TaskResultStatus.RUNNING)
+    assert _READY_JOB.first(id=job_id) is None  # taken by a worker: no longer pending
+
+
+def test_a_resume_reads_the_suspension_the_orm_reads(make_task):
+    """services._core.current_suspension: the open pause, as `task.current_suspension`
+    gives it, and kept on the task (read once)."""
+    from a2a.models import Suspension
+    from a2a.services._core import current_suspension
+
+    task = make_task("paused-by-client")
+    orm = Task.objects.get(pk=task.id).current_suspension
+    fresh = Task.objects.get(pk=task.id)
+    with CaptureQueriesContext(connection) as reads:
+        found = current_suspension(fresh)
+        assert current_suspension(fresh) is found and fresh.current_suspension is found
+    assert len(reads) == 1
+    assert isinstance(found, Suspension) and _fields(found) == _fields(orm)
+    working = make_task("working")
+    with CaptureQueriesContext(connection) as reads:
+        assert current_suspension(working) is None
+    assert len(reads) == 0
