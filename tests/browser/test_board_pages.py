@@ -95,6 +95,10 @@ def test_on_a_phone_the_sort_picker_sorts(open_as, operator, many):
     page.get_by_label("Sort").select_option(label="Title A\u2013Z")
     expect(page.locator("#board-rows .row .task-link").first).to_have_text("Task 01 of the batch")
     expect(page).to_have_url(re.compile(r"sort=title&dir=asc"))
+    # all 25 laid out on the first of three pages before paging on (CI once saw the click
+    # leave page 1 in place; this says which of rows or pager was not there yet)
+    expect(page.locator("#board-range")).to_have_text(shows(1, 10, 1))
     page.get_by_role("button", name=NEXT).click()
+    expect(page.locator("#board-range")).to_have_text(shows(11, 20, 2))
     expect(page.locator("#board-rows .row .task-link").first).to_have_text("Task 11 of the batch")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
