@@ -43,6 +43,7 @@ from django.db.transaction import TransactionManagementError
 # with a value outside the column's range (EmptyResultSet), as it must for a real value.
 _STR_MARKER = "\x00taskdeck-prepared:{}\x00"
 _INT_MARKER_BASE = 2_100_000_000
+_UUID = UUIDField()  # converts a UUID parameter (or its text) as the database takes it
 
 
 class PreparedShapeError(ValueError):
@@ -101,7 +102,10 @@ class Prepared:
         compiler = queryset.query.get_compiler(using=using)
         sql, params = compiler.as_sql()
         connection = connections[using]
-        by_value = {_as_param(value, connection): name for name, value in markers.items()}
+        by_value = {
+            _UUID.get_db_prep_value(value, connection) if name in self.uuids else value: name
+            for name, value in markers.items()
+        }
         positions = [(i, by_value[p]) for i, p in enumerate(params) if _is_marker(p, by_value)]
         found = [name for _, name in positions]
         if sorted(found) != sorted(self.names):
@@ -139,10 +143,8 @@ class Prepared:
         connection = connections[using]
         for position, name in compiled.positions:
             value = values[name]
-            if name in self.uuids:
-                value = _as_param(
-                    value if isinstance(value, uuid.UUID) else uuid.UUID(value), connection
-                )
+            if name in self.uuids:  # as the column takes it: native, or hex on SQLite
+                value = _UUID.get_db_prep_value(value, connection)
             params[position] = value
         if compiled.for_update and connection.get_autocommit():  # as the ORM refuses it
             raise TransactionManagementError(
@@ -177,13 +179,6 @@ class Prepared:
         """The first instance (or row) `fetch` gives, or None."""
         found = self.fetch(using, **values)
         return found[0] if found else None
-
-
-def _as_param(value: Any, connection: Any) -> Any:
-    """A UUID as this database takes it (UUIDField's conversion); anything else as it is."""
-    if isinstance(value, uuid.UUID):
-        return UUIDField().get_db_prep_value(value, connection)
-    return value
 
 
 def _is_marker(value: Any, by_value: dict[Any, str]) -> bool:

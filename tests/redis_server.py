@@ -89,13 +89,16 @@ class RedisServer:
         waited. The pub/sub channel layer (dashboard.settings.redis_channel_layers)
         subscribes each process's connection to a group's Redis channel once, whatever
         the number of its listeners, so subscribers are processes."""
+        from tests.runtime.conftest import wait_for  # polled: Redis tells nobody of it
+
         channel = f"asgi__group__{group}"
         started = time.monotonic()
         with contextlib.closing(self.client()) as r:
-            while (members := dict(r.pubsub_numsub(channel))[channel.encode()]) < processes:
-                left = started + WAIT - time.monotonic()
-                assert left > 0, f"{group}: {members} of {processes} processes re-joined"
-                time.sleep(0.02)  # polled: Redis tells nobody of a subscription
+            wait_for(
+                lambda: dict(r.pubsub_numsub(channel))[channel.encode()] >= processes,
+                WAIT,
+                f"{processes} processes to listen to {group} again",
+            )
         return time.monotonic() - started
 
 

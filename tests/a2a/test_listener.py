@@ -107,10 +107,10 @@ async def test_news_between_two_waits_wakes_the_next_one_on_the_redis_layer(our_
 
 
 def _record(exc: BaseException) -> logging.LogRecord:
+    message = "Unexpected exception in receive task"  # what channels_redis logs
     return logging.LogRecord(
-        "channels_redis.pubsub", logging.ERROR, __file__, 1, "Unexpected exception in receive "
-        "task", None, (type(exc), exc, None),
-    )  # fmt: skip
+        "channels_redis.pubsub", logging.ERROR, __file__, 1, message, None, (type(exc), exc, None)
+    )
 
 
 def test_a_lost_redis_subscription_is_logged_as_one_warning_line():

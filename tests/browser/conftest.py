@@ -20,8 +20,6 @@ from pathlib import Path
 
 import pytest
 from django.test import Client
-from django_tasks import TaskResultStatus
-from django_tasks_db.models import DBTaskResult
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from a2a import services
@@ -34,8 +32,8 @@ from tests.runtime.conftest import (  # noqa: F401
     DIE_WITH_US,
     Processes,
     start,
-    wait_for,
     wait_idle,
+    wait_jobs_finished,
     workers_running,
 )
 from tests.runtime.conftest import _env as runtime_env
@@ -126,18 +124,10 @@ def settle(transactional_db, runtime, start) -> Iterator[None]:  # noqa: F811
             services.cancel_task(task_id, actor=OPS, reason="test teardown")
     for task_id in Task.objects.values_list("id", flat=True):
         wait_idle(task_id)
-    # ...and until no job row runs: a worker marks its job done after it let the task go,
-    # and a flush before that pulls the row from under it — django-tasks-db's worker then
-    # dies ("Save with update_fields did not affect any rows"), and every later test of the
-    # session has one worker fewer (CI once saw a task wait 30 s behind a long batch). As
-    # tests/runtime's jobs_finished_before_the_flush: a dead worker's row is marked by the
-    # scheduler, so this ends then too.
-    with contextlib.suppress(AssertionError):
-        wait_for(
-            lambda: not DBTaskResult.objects.filter(status=TaskResultStatus.RUNNING).exists(),
-            10,
-            "the workers to finish their jobs",
-        )
+    # ...and until no job row runs: a worker that dies on a flushed job row leaves every
+    # later test of the session one worker fewer (CI once saw a task wait 30 s behind a
+    # long batch)
+    wait_jobs_finished()
 
 
 @pytest.fixture
