@@ -68,12 +68,19 @@ def _loop() -> None:
 
 
 def start() -> None:
-    """Beat from a daemon thread of this process (idempotent; a forked child starts its
-    own). `manage.py run_worker` starts it; a plain `db_worker` does not beat, and its
-    runs are taken over when their lease expires."""
+    """Beat now, then from a daemon thread of this process (idempotent; a forked child
+    starts its own). `manage.py run_worker` starts it before it takes a job; a plain
+    `db_worker` does not beat, and its runs are taken over when their lease expires."""
     thread = _state["thread"]
     if _state["pid"] == os.getpid() and isinstance(thread, threading.Thread) and thread.is_alive():
         return
+    # The first beat is written before the worker takes a job: a worker killed holding a
+    # run must have a beat to be seen dead by, or its run waits for the lease to expire.
+    try:
+        beat()
+    except Exception as exc:  # the database is away: the thread beats when it is back
+        log.warning("worker beat failed: %s", exc)
+        connection.close()
     _stop.clear()
     thread = threading.Thread(target=_loop, name="taskdeck-beat", daemon=True)
     _state.update(thread=thread, pid=os.getpid())

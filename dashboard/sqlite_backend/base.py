@@ -13,16 +13,44 @@ Every Taskdeck transaction on SQLite is IMMEDIATE already (one writer at a time,
 settings.py), so the queue adds no ordering that was not there and no new deadlock: the
 holder of the flock is the one that holds, or is about to take, SQLite's own lock. A
 process that dies lets go of its flock with its file descriptors. Each connection opens
-its own descriptor, so threads of one process queue too. Writes outside a transaction
-(autocommit) and in-memory databases are not queued and behave as before.
+its own descriptor, so threads of one process queue too.
+
+A write outside a transaction (autocommit: a worker's beat, a lease's heartbeat, a job
+row's final status) queues too, for that one statement. Left to SQLite's busy handler it
+starved: the queue hands the lock straight from one transaction to the next, so the
+handler's sleeps almost never found it free. A worker's first beat waited longer than the
+scheduler's DEAD_SECONDS under a busy run, and a worker killed then was never seen dead
+(its run stayed held until its lease expired). In-memory databases are not queued.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from django.db.backends.sqlite3 import base
+
+# Statements that take SQLite's write lock (Django's ORM and a2a.prepared send no others
+# outside a transaction; schema changes run in one).
+_WRITE = re.compile(r"\s*(INSERT|UPDATE|DELETE|REPLACE)\b", re.IGNORECASE)
+
+
+class QueuedCursorWrapper(base.SQLiteCursorWrapper):
+    """Django's cursor, whose writes outside a transaction wait their turn in the queue."""
+
+    owner: DatabaseWrapper
+
+    def execute(self, query: str, params: Any = None) -> Any:
+        with self.owner.turn_for(query):
+            return super().execute(query, params)
+
+    def executemany(self, query: str, param_list: Any) -> Any:
+        with self.owner.turn_for(query):
+            return super().executemany(query, param_list)
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
@@ -41,6 +69,28 @@ class DatabaseWrapper(base.DatabaseWrapper):
             self._queue_fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
             self._queue_pid = os.getpid()
         return self._queue_fd
+
+    def create_cursor(self, name: str | None = None) -> QueuedCursorWrapper:
+        cursor = self.connection.cursor(factory=QueuedCursorWrapper)
+        cursor.owner = self
+        return cursor
+
+    @contextmanager
+    def turn_for(self, query: str) -> Iterator[None]:
+        """Hold the queue while `query` runs if it writes outside a transaction (inside
+        one, the transaction holds it already)."""
+        if self._queued or not _WRITE.match(query):
+            yield
+            return
+        fd = self._queue()
+        if fd is None:
+            yield
+            return
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
 
     def _start_transaction_under_autocommit(self) -> None:
         fd = self._queue()

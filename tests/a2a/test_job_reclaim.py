@@ -90,3 +90,17 @@ def test_without_trusted_beats_nothing_is_marked():
     beat(row, seconds_ago=60)
     assert scheduler.reclaim_jobs(trust_beats=False, suspects={}) == 0
     assert status(row)[0] == TaskResultStatus.RUNNING
+
+
+def test_a_worker_has_its_beat_before_it_takes_a_job():
+    """run_worker starts the beat before its first job: a worker killed holding a run
+    must have a beat that stops, or its run would wait for the lease to expire."""
+    from a2a.runtime import beats
+    from a2a.runtime.leases import WORKER_ID
+
+    beats.start()
+    try:
+        assert WorkerBeat.objects.filter(worker=WORKER_ID).exists()  # no wait: already there
+    finally:
+        beats.stop()
+    assert not WorkerBeat.objects.filter(worker=WORKER_ID).exists()

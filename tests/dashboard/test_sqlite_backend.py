@@ -12,6 +12,7 @@ import pytest
 from django.db import connection, transaction
 
 from a2a.models import Task
+from tests.runtime.conftest import wait_for
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -104,4 +105,50 @@ def test_a_forked_child_queues_on_a_descriptor_of_its_own(make_task):
                 os._exit(code)
         _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+    assert _queue_is_free()
+
+
+def _a_writer_waits_on_the_queue() -> bool:
+    """Whether a thread of this process sleeps in flock(2) on the queue file: the kernel
+    lists it in /proc/locks as a blocked request ("->", with the process's id)."""
+    inode = os.stat(f"{connection.settings_dict['NAME']}.writers").st_ino
+    with open("/proc/locks") as locks:
+        return any(
+            "->" in line and f" {os.getpid()} " in line and f":{inode} " in line for line in locks
+        )
+
+
+def test_a_write_outside_a_transaction_waits_its_turn_instead_of_failing(make_task):
+    """A lone UPDATE in autocommit (a worker's beat, a lease's heartbeat) queues behind
+    the transaction that holds the queue. Left to SQLite's busy handler it starved under
+    a busy run; here the handler gets no time at all (busy_timeout 0), so an UPDATE that
+    did not queue would fail at once with "database is locked"."""
+    task = make_task("working")
+    outcome: dict[str, object] = {}
+    started = threading.Event()
+
+    def lone_write() -> None:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("PRAGMA busy_timeout = 0")
+            started.set()
+            Task.objects.filter(pk=task.id).update(origin_title="beat")
+            outcome["done"] = True
+        except Exception as exc:
+            outcome["error"] = exc
+        finally:
+            started.set()
+            connection.close()
+
+    writer = threading.Thread(target=lone_write)
+    with transaction.atomic():
+        Task.objects.filter(pk=task.id).update(origin_title="transaction")
+        writer.start()
+        started.wait(10)
+        wait_for(lambda: "error" in outcome or _a_writer_waits_on_the_queue(), 10)
+        assert "error" not in outcome, outcome
+        assert "done" not in outcome  # it waits for this transaction to end
+    writer.join(10)
+    assert outcome.get("done") and "error" not in outcome, outcome
+    assert Task.objects.get(pk=task.id).origin_title == "beat"
     assert _queue_is_free()
