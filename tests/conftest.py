@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +40,31 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 flush.install()  # tests/flush.py says why
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test that drove worker and scheduler processes reports what they logged
+    while it ran (the last lines of each), with timestamps: CI keeps only pytest's output,
+    and a runtime flake is rarely understood without the processes' side of it."""
+    report = yield
+    if call.when == "setup":
+        item.stash[_STARTED] = time.time()
+    if report.failed:
+        from tests.runtime.conftest import Processes
+
+        dirs = {v.log_dir for v in item.funcargs.values() if isinstance(v, Processes)}
+        since = item.stash.get(_STARTED, 0.0)
+        for log_dir in sorted(dirs):
+            for path in sorted(log_dir.glob("*.log"), key=lambda p: p.stat().st_mtime):
+                if path.stat().st_mtime >= since and path.stat().st_size:
+                    tail = path.read_text(errors="replace").splitlines()[-_LOG_LINES:]
+                    report.sections.append((f"process log {path.name}", "\n".join(tail)))
+    return report
+
+
+_STARTED = pytest.StashKey[float]()
+_LOG_LINES = 15
 
 
 def pytest_collection_modifyitems(config, items):

@@ -34,3 +34,14 @@ else:
 # test database (their own settings would otherwise point at the development one).
 if os.environ.get("TASKDECK_USE_TEST_DB") == "1":
     DATABASES["default"]["NAME"] = _test["NAME"]  # noqa: F405
+
+# Every line a test's worker and scheduler processes log carries its time (to the
+# millisecond), django-tasks-db's own lines included: a failed runtime test reports the
+# last of them (tests/conftest.py), to be read against the test's own timeline.
+LOGGING["formatters"] = {  # noqa: F405
+    "timed": {"format": "%(asctime)s.%(msecs)03d %(name)s %(levelname)s: %(message)s",
+              "datefmt": "%H:%M:%S"},
+}  # fmt: skip
+LOGGING["handlers"]["console"]["formatter"] = "timed"  # noqa: F405
+for _name in ("django_tasks", "django_tasks_db"):
+    LOGGING["loggers"].setdefault(_name, {"handlers": ["console"]})  # noqa: F405
