@@ -28,8 +28,6 @@ from __future__ import annotations
 import fcntl
 import os
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from django.db.backends.sqlite3 import base
@@ -45,12 +43,20 @@ class QueuedCursorWrapper(base.SQLiteCursorWrapper):
     owner: DatabaseWrapper
 
     def execute(self, query: str, params: Any = None) -> Any:
-        with self.owner.turn_for(query):
+        turn = self.owner.take_turn_for(query)
+        try:
             return super().execute(query, params)
+        finally:
+            if turn is not None:
+                fcntl.flock(turn, fcntl.LOCK_UN)
 
     def executemany(self, query: str, param_list: Any) -> Any:
-        with self.owner.turn_for(query):
+        turn = self.owner.take_turn_for(query)
+        try:
             return super().executemany(query, param_list)
+        finally:
+            if turn is not None:
+                fcntl.flock(turn, fcntl.LOCK_UN)
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
@@ -75,22 +81,16 @@ class DatabaseWrapper(base.DatabaseWrapper):
         cursor.owner = self
         return cursor
 
-    @contextmanager
-    def turn_for(self, query: str) -> Iterator[None]:
-        """Hold the queue while `query` runs if it writes outside a transaction (inside
-        one, the transaction holds it already)."""
+    def take_turn_for(self, query: str) -> int | None:
+        """Take the queue if `query` writes outside a transaction (inside one, the
+        transaction holds it already): returns the descriptor to unlock after the
+        statement, or None. Reads pay one regex match."""
         if self._queued or not _WRITE.match(query):
-            yield
-            return
+            return None
         fd = self._queue()
-        if fd is None:
-            yield
-            return
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        return fd
 
     def _start_transaction_under_autocommit(self) -> None:
         fd = self._queue()
