@@ -55,11 +55,11 @@ def pytest_runtest_makereport(item, call):
 
         dirs = {v.log_dir for v in item.funcargs.values() if isinstance(v, Processes)}
         since = item.stash.get(_STARTED, 0.0)
-        for log_dir in sorted(dirs):
-            for path in sorted(log_dir.glob("*.log"), key=lambda p: p.stat().st_mtime):
-                if path.stat().st_mtime >= since and path.stat().st_size:
-                    tail = path.read_text(errors="replace").splitlines()[-_LOG_LINES:]
-                    report.sections.append((f"process log {path.name}", "\n".join(tail)))
+        logs = [(p.stat(), p) for d in sorted(dirs) for p in d.glob("*.log")]
+        for stat, path in sorted(logs, key=lambda log: log[0].st_mtime):
+            if stat.st_mtime >= since and stat.st_size:
+                tail = path.read_text(errors="replace").splitlines()[-_LOG_LINES:]
+                report.sections.append((f"process log {path.name}", "\n".join(tail)))
     return report
 
 

@@ -104,3 +104,33 @@ def test_a_worker_has_its_beat_before_it_takes_a_job():
     finally:
         beats.stop()
     assert not WorkerBeat.objects.filter(worker=WORKER_ID).exists()
+
+
+def test_a_worker_that_starts_while_the_database_is_away_beats_once_it_is_back(settings, caplog):
+    """The first beat failing (the database away at start-up) does not stop the worker
+    from starting: it is logged, and the beat thread writes the row when the database
+    answers again. The fault is real: every connection points at a database that is not
+    there until the test puts the name back."""
+    from django.db import connection
+
+    from a2a.runtime import beats
+    from a2a.runtime.leases import WORKER_ID
+    from tests.runtime.conftest import wait_for
+
+    runtime = {**settings.TASKDECK["RUNTIME"], "BEAT_SECONDS": 0.05}
+    settings.TASKDECK = {**settings.TASKDECK, "RUNTIME": runtime}
+    name = connection.settings_dict["NAME"]
+    connection.close()
+    connection.settings_dict["NAME"] = (  # shared by every thread's connection
+        "/nonexistent/taskdeck.sqlite3" if connection.vendor == "sqlite" else f"{name}_absent"
+    )
+    try:
+        beats.start()  # returns: the worker goes on to its (retrying) poll loop
+        assert "worker beat failed" in caplog.text
+    finally:
+        connection.close()
+        connection.settings_dict["NAME"] = name
+    try:
+        wait_for(lambda: WorkerBeat.objects.filter(worker=WORKER_ID).exists(), 10, "the beat")
+    finally:
+        beats.stop()

@@ -125,26 +125,22 @@ def test_a_write_outside_a_transaction_waits_its_turn_instead_of_failing(make_ta
     did not queue would fail at once with "database is locked"."""
     task = make_task("working")
     outcome: dict[str, object] = {}
-    started = threading.Event()
 
     def lone_write() -> None:
         try:
             with connection.cursor() as cursor:
                 cursor.execute("PRAGMA busy_timeout = 0")
-            started.set()
             Task.objects.filter(pk=task.id).update(origin_title="beat")
             outcome["done"] = True
         except Exception as exc:
             outcome["error"] = exc
         finally:
-            started.set()
             connection.close()
 
     writer = threading.Thread(target=lone_write)
     with transaction.atomic():
         Task.objects.filter(pk=task.id).update(origin_title="transaction")
         writer.start()
-        started.wait(10)
         wait_for(lambda: "error" in outcome or _a_writer_waits_on_the_queue(), 10)
         assert "error" not in outcome, outcome
         assert "done" not in outcome  # it waits for this transaction to end
