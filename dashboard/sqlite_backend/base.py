@@ -28,6 +28,7 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
 from django.db.backends.sqlite3 import base
@@ -43,17 +44,15 @@ class QueuedCursorWrapper(base.SQLiteCursorWrapper):
     owner: DatabaseWrapper
 
     def execute(self, query: str, params: Any = None) -> Any:
-        turn = self.owner.take_turn_for(query)
-        try:
-            return super().execute(query, params)
-        finally:
-            if turn is not None:
-                fcntl.flock(turn, fcntl.LOCK_UN)
+        return self._in_turn(super().execute, query, params)
 
     def executemany(self, query: str, param_list: Any) -> Any:
+        return self._in_turn(super().executemany, query, param_list)
+
+    def _in_turn(self, run: Callable[[str, Any], Any], query: str, params: Any) -> Any:
         turn = self.owner.take_turn_for(query)
         try:
-            return super().executemany(query, param_list)
+            return run(query, params)
         finally:
             if turn is not None:
                 fcntl.flock(turn, fcntl.LOCK_UN)
