@@ -16,7 +16,8 @@ class PushAppConfig(AppConfig):
         from a2a.push.methods import PUSH_METHODS_03, PUSH_METHODS_10
 
         events.subscribe(delivery.on_task_event)  # in the transaction: commits with the event
-        SEND_HOOKS.append(services.send_hook)  # inline configs on message/send
+        if services.send_hook not in SEND_HOOKS:  # inline configs on message/send
+            SEND_HOOKS.append(services.send_hook)  # (ready() may run twice)
         periodic.register(delivery.sweep_now_and_then)  # jobs lost with a dead worker
         # Registered from here rather than imported by a2a.protocol.methods: the core does
         # not depend on this app, and the import cycle (push.methods needs Method) is avoided.
