@@ -21,7 +21,7 @@ import ast
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 
 import pytest
@@ -121,7 +121,7 @@ class Source:
         is_package = Path(self.rel).name == "__init__.py"
         return self.module if is_package else self.module.rpartition(".")[0]
 
-    @property
+    @cached_property
     def tree(self) -> ast.Module:
         return ast.parse(self.text, filename=self.rel)
 
@@ -227,6 +227,7 @@ def imports(source: Source) -> list[Imported]:
     return found
 
 
+@cache  # each module is read once for its test and once for the exceptions' test
 def import_findings(source: Source) -> list[Finding]:
     if source.rel in WIRING:
         return []
@@ -506,6 +507,7 @@ def returns() -> dict[str, set[str]]:
     return found
 
 
+@cache
 def write_findings(source: Source) -> list[Finding]:
     tree = source.tree
     scope = _module_scope(source, tree)
