@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from contextlib import nullcontext
 
 import pytest
 from django.apps import apps
@@ -34,7 +35,9 @@ def test_running_the_apps_ready_again_registers_nothing_twice():
 
 
 def test_a_second_runner_of_agents_is_refused():
-    other = work.Runner(settled=lambda t: True, until_settled=work._at_once, may_run_here=list)
+    other = work.Runner(
+        settled=lambda t: True, until_settled=work._at_once, may_run_here=nullcontext
+    )
     with pytest.raises(RuntimeError, match="already registered"):
         work.provide(other)
 
