@@ -2,8 +2,10 @@
 board's agent filter — and what `create_task` checks a new task's skill against.
 
 The core does not know where skills come from. Providers register here from their
-AppConfig.ready(): the runtime offers its Python agents (a2a.runtime.registry); a host of
-external agents could offer its own. Providers are asked on each call (cheap: they cache).
+AppConfig.ready(): the runtime offers its Python agents (a2a.runtime.registry); the ACP
+host offers the external agents it runs (a2a.acp_host.config), their cards tagged
+`HOSTED_TAG`. Providers are asked on each call (cheap: they cache). Others learn about
+hosted agents here, never from the host (docs/architecture.md, rule 5).
 """
 
 from __future__ import annotations
@@ -12,6 +14,10 @@ from collections.abc import Callable
 from typing import Any
 
 Provider = Callable[[], list[dict[str, Any]]]
+# On every hosted ACP agent's skill card: the dashboard's demo launcher offers them, its
+# task page says that "stop now" may cancel the agent's turn, and `manage.py serve` starts
+# the host's supervisor (`run_acp_host`) when any is configured (`hosted`).
+HOSTED_TAG = "acp-hosted"
 PROVIDERS: list[Provider] = []
 # Providers whose tasks their own processes run (hosted ACP agents' supervisors): the
 # runtime's workers leave those tasks alone.
@@ -32,6 +38,12 @@ def register(provider: Provider, *, runs_own_tasks: bool = False) -> Provider:
 def run_elsewhere() -> set[str]:
     """The skills whose work is done outside the agent runtime (a2a.runtime)."""
     return {s["id"] for p in RUN_ELSEWHERE for s in p()}
+
+
+def hosted() -> list[str]:
+    """The skills of hosted ACP agents: cards tagged `HOSTED_TAG` from providers whose
+    tasks run in their own processes."""
+    return [s["id"] for p in RUN_ELSEWHERE for s in p() if HOSTED_TAG in (s.get("tags") or ())]
 
 
 def catalog() -> list[dict[str, Any]]:

@@ -45,8 +45,8 @@ from a2a.event_kinds import SUSPENDING_KINDS, EventKind
 from a2a.formats import text_of
 from a2a.lifecycle import TERMINAL, State
 from a2a.notify import Listener, group_name
-from a2a.runtime.settle import settled
 from a2a.validation import ValidationFailed
+from a2a.work import settled
 
 if TYPE_CHECKING:
     from a2a.acp_door.connection import Door

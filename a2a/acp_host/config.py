@@ -30,7 +30,8 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-HOSTED_TAG = "acp-hosted"  # on every hosted agent's skill card (the demo launcher offers them)
+from a2a.skills import HOSTED_TAG  # on every hosted agent's skill card (a2a.skills.hosted)
+
 SPEC_KEYS = {"type", "command", "args", "env", "description", "tags", "examples", "skill",
              "cwd", "turnSeconds", "requestSeconds", "name"}  # fmt: skip
 

@@ -2,7 +2,8 @@
 fault-guarded database thread, a2a.runtime.faults.in_db_thread).
 
 Task changes go through `a2a.services`; what is written here is the host's own state of a
-session (who holds it, what was handed to the agent) and the run lease of a turn.
+session (who holds it, what was handed to the agent). The run lease of a turn is the
+runtime's (a2a.runtime.leases): renewed and let go through its functions.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from a2a.acp_host.models import HostedSession
 from a2a.event_kinds import EventKind
 from a2a.lifecycle import TERMINAL
 from a2a.models import Message, Suspension, Task, TaskEvent
-from a2a.runtime.models import RunLease
+from a2a.runtime import leases
 
 
 def lease_seconds() -> float:
@@ -55,7 +56,7 @@ def renew(me: str, task_ids: list[str]) -> set[str]:
     ids no longer ours (a takeover after we stalled longer than the lease)."""
     until = timezone.now() + timedelta(seconds=lease_seconds())
     HostedSession.objects.filter(task_id__in=task_ids, holder=me).update(holder_until=until)
-    RunLease.objects.filter(task_id__in=task_ids, owner=me).update(expires_at=until)
+    leases.extend(task_ids, until, me)
     ours = set(
         HostedSession.objects.filter(task_id__in=task_ids, holder=me).values_list(
             "task_id", flat=True
@@ -68,7 +69,7 @@ def let_go(task_id: str, me: str) -> None:
     """This supervisor stops holding the session (the task ended, or it is stopping): the
     session and any turn lease it had are free for another."""
     HostedSession.objects.filter(task_id=task_id, holder=me).update(holder="", holder_until=None)
-    RunLease.objects.filter(task_id=task_id, owner=me).update(owner="", expires_at=None)
+    leases.let_go(task_id, me)
 
 
 def session(task_id: str) -> HostedSession:
@@ -96,8 +97,7 @@ def snapshot(task_id: str, consumed: int) -> Snapshot | None:
     task = Task.objects.select_related("current_suspension").filter(pk=task_id).first()
     if task is None:
         return None
-    lease = RunLease.objects.filter(task_id=task_id).values("wakeups", "served", "owner").first()
-    lease = lease or {"wakeups": 0, "served": 0, "owner": ""}
+    lease = leases.counts(task_id) or {"wakeups": 0, "served": 0, "owner": ""}
     nxt = None
     if task.state not in TERMINAL:
         # answers to input requests are the permissions' outcomes, never prompts

@@ -30,7 +30,6 @@ from a2a.lifecycle import Dialect
 from a2a.protocol import calls, wire10
 from a2a.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, ProtocolError
 from a2a.protocol.stream import KEEPALIVE, REVOKED, StreamPlan, follow
-from a2a.runtime import settle
 
 from . import protojson
 from .metadata import ServiceParameters
@@ -61,7 +60,6 @@ def decide(name: str, request: Message, headers: ServiceParameters) -> calls.Dec
 
 
 _decide_in_thread = database_sync_to_async(decide, thread_sensitive=False)
-_settled_in_thread = database_sync_to_async(calls.settled, thread_sensitive=False)
 
 
 def unary(name: str, response: type[Message]) -> Callable[..., Any]:
@@ -70,8 +68,7 @@ def unary(name: str, response: type[Message]) -> Callable[..., Any]:
         try:
             decided = await _decide_in_thread(name, request, headers)
             if isinstance(decided, calls.Pending):
-                await settle.until_settled(decided.task_id)
-                decided = await _settled_in_thread(decided)
+                decided = await calls.answer(decided)
             if isinstance(decided, calls.Answer):
                 return protojson.message_of(decided.value, response)
         except Exception:

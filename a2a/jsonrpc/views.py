@@ -28,7 +28,6 @@ from a2a.protocol.errors import (
 )
 from a2a.protocol.errors import ProtocolError as JsonRpcError
 from a2a.protocol.methods import METHODS
-from a2a.runtime import settle
 
 from . import sse
 
@@ -105,8 +104,7 @@ async def endpoint(request: HttpRequest):
     if not isinstance(decided, tuple):
         return decided
     rpc_id, pending = decided
-    await settle.until_settled(pending.task_id)
-    outcome = await _settled_in_thread(pending)
+    outcome = await calls.answer(pending)
     version = pending.call.version
     if isinstance(outcome, JsonRpcError):
         return _response(rpc_id, error=outcome, version=version)
@@ -156,4 +154,3 @@ def _decide(request: HttpRequest) -> HttpResponseBase | tuple[Any, calls.Pending
 
 
 _decide_in_thread = database_sync_to_async(_decide, thread_sensitive=False)
-_settled_in_thread = database_sync_to_async(calls.settled, thread_sensitive=False)

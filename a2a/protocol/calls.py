@@ -9,9 +9,11 @@ and answers one of:
 - `ProtocolError`: the refusal (each binding renders it: a JSON-RPC error, an AIP-193
   body with its HTTP status, a gRPC status with the same details);
 - `StreamPlan`: what to stream (`a2a.protocol.stream.follow` yields its items);
-- `Pending`: a blocking send whose answer is read once its task settles (`settled`).
+- `Pending`: a blocking send whose answer is read once its task settles (`answer`).
 
-Runs in a worker thread (it reads and writes the database); `settled` does too.
+`decide` runs in a worker thread (it reads and writes the database); `settled` does too.
+`answer` runs in the event loop: it waits there for the task to settle (a2a.work: the
+bindings never ask the agent runtime themselves), then reads the answer in one hop.
 """
 
 from __future__ import annotations
@@ -21,15 +23,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from channels.db import database_sync_to_async
 from django.conf import settings
 from rest_framework import serializers
 
-from a2a import jsonsafe
+from a2a import jsonsafe, work
 from a2a.auth import Principal
 from a2a.lifecycle import Dialect
 from a2a.models import TaskEvent
 from a2a.prepared import Prepared
-from a2a.runtime import inline
 
 from . import dialects, wire10
 from .errors import (
@@ -56,7 +58,7 @@ class Answer:
 
 @dataclass(frozen=True)
 class Pending:
-    """A blocking send: wait for `task_id` to settle (a2a.runtime.settle), then `settled`."""
+    """A blocking send: wait for `task_id` to settle (a2a.work), then `settled` (`answer`)."""
 
     name: str
     params: dict
@@ -163,11 +165,11 @@ def decide(
         ).rstrip("/"),
     )
     # a blocking or streaming send waits for the run it starts: an inline agent's run is
-    # then this process's (a2a.runtime.inline); a send that returns at once leaves it queued
+    # then this process's (a2a.work.may_run_here); a send that returns at once leaves it queued
     if not (call.settle_first or method.handler is stream_message):
         outcome = run(name, params, call)
     else:
-        with inline.wanted():
+        with work.may_run_here():
             outcome = run(name, params, call)
     if isinstance(outcome, ProtocolError | StreamPlan):
         return outcome
@@ -231,3 +233,14 @@ def settled(pending: Pending) -> Answer | ProtocolError:
     except Exception as exc:
         return from_domain(exc, call.dialect) or ProtocolError(INTERNAL_ERROR, "read failed")
     return Answer(to_wire(pending.name, call, result))
+
+
+_settled_in_thread = database_sync_to_async(settled, thread_sensitive=False)
+
+
+async def answer(pending: Pending) -> Answer | ProtocolError:
+    """In the event loop: a blocking send's answer. Waits for its task to settle (a2a.work,
+    at most TASKDECK BLOCKING_SEND_SECONDS: then the task as it is), then reads the answer
+    in one worker thread (`settled`)."""
+    await work.until_settled(pending.task_id)
+    return await _settled_in_thread(pending)

@@ -34,7 +34,6 @@ from a2a.protocol.errors import (
     rest_status,
 )
 from a2a.protocol.stream import KEEPALIVE, REVOKED, StreamPlan, follow
-from a2a.runtime import settle
 
 from .routes import BadQuery, NoRoute, Route, query_params, resolve
 
@@ -167,7 +166,6 @@ async def _frames(plan: StreamPlan):
 
 
 _decide_in_thread = database_sync_to_async(_decide, thread_sensitive=False)
-_settled_in_thread = database_sync_to_async(calls.settled, thread_sensitive=False)
 
 
 @csrf_exempt  # bearer keys only: no cookie is read on this binding
@@ -175,8 +173,7 @@ async def endpoint(request: HttpRequest, path: str) -> HttpResponseBase:
     decided = await _decide_in_thread(request, path)
     if not isinstance(decided, calls.Pending):
         return decided
-    await settle.until_settled(decided.task_id)
-    outcome = await _settled_in_thread(decided)
+    outcome = await calls.answer(decided)
     if isinstance(outcome, ProtocolError):
         return error_response(outcome)
     return _json(outcome.value)

@@ -4,7 +4,9 @@ from django.apps import AppConfig
 class RuntimeConfig(AppConfig):
     """Agent execution: durable steps, run leases, the worker job and the scheduler.
 
-    It depends on `a2a.services` and listens to task events; the task core never imports it.
+    It depends on the core only (`a2a.services`, task events); the core and the doors never
+    import it: it answers them through the core's seams (`a2a.work`, `a2a.skills`), and runs
+    the periodic jobs others register (`a2a.periodic`).
     """
 
     name = "a2a.runtime"
@@ -15,11 +17,20 @@ class RuntimeConfig(AppConfig):
     def ready(self) -> None:
         from django_tasks.signals import task_enqueued, task_finished, task_started
 
-        from a2a import events, skills
-        from a2a.runtime import beats, doorbell, registry, wakeups
+        from a2a import events, skills, work
+        from a2a.runtime import beats, doorbell, inline, registry, settle, wakeups
 
         events.subscribe(wakeups.on_task_event)
         skills.register(registry.skills)
+        # the doors' "is it settled?" and "may it run here?" (a2a.work): this runtime's
+        # leases (the ACP host keeps them too) and its inline runs answer them
+        work.provide(
+            work.Runner(
+                settled=settle.settled,
+                until_settled=settle.until_settled,
+                may_run_here=inline.wanted,
+            )
+        )
         # a worker's beat names the job it runs (scheduler.reclaim_jobs reads it)
         task_started.connect(beats.on_job_started, dispatch_uid="taskdeck-beat-started")
         task_finished.connect(beats.on_job_finished, dispatch_uid="taskdeck-beat-finished")

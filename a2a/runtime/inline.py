@@ -14,8 +14,9 @@ replays it with its recorded steps (no step runs twice). Anything later in the t
 (a follow-up message, a resume) goes to the workers as before.
 
 Only a task *created* by a blocking or streaming send is taken (`wanted()` around the
-call): a blocking send then waits for this run instead of for announcements
-(a2a.runtime.settle finds it `running`); a streaming send follows its events. The run is
+call, which the A2A door asks for through the core's seam, a2a.work.may_run_here): a
+blocking send then waits for this run instead of for announcements (a2a.runtime.settle
+finds it `running`); a streaming send follows its events. The run is
 queued on the event loop as the call's thread finishes (`wanted`), whatever the caller
 does next.
 """

@@ -1,14 +1,23 @@
 """Run leases: one worker runs a task at a time, a dead worker's task is taken over, and
-a wakeup that lands while a slice finishes is not lost (see RunLease)."""
+a wakeup that lands while a slice finishes is not lost (see RunLease).
+
+The only code that writes RunLease rows is the runtime's. The ACP host's supervisors run
+hosted agents' turns under the same leases (so a blocking send waits for a hosted agent's
+turn as for a worker's slice, a2a.runtime.settle): they claim and release them with
+`claim` and `release`, and count wakeups, renew and let go with the functions at the end
+of this module (no job is queued for those tasks).
+"""
 
 from __future__ import annotations
 
 import os
 import socket
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from a2a.lifecycle import State
@@ -74,3 +83,37 @@ def release(task_id: str, served: int | None, worker: str = WORKER_ID) -> bool:
             return False  # nothing woke it meanwhile: no need to read its state
         row = STATE.first(task=task_id)
         return bool(row) and row[0] in RUNNABLE
+
+
+# -- runs that take no job (a hosted ACP agent's turns, a2a.acp_host) -------------------
+
+
+def open_without_job(task_id: str) -> None:
+    """A new task whose runs are not queued as jobs: its lease, one wakeup to serve,
+    nobody holding it. In the creating transaction."""
+    RunLease.objects.create(task_id=task_id, wakeups=1, enqueued_at=timezone.now())
+
+
+def count_wakeup(task_id: str) -> None:
+    """The task woke up again (a message, a resume): one more wakeup to serve, counted in
+    the waking transaction. No job is queued: the task's runner looks for itself."""
+    RunLease.objects.filter(task_id=task_id).update(
+        wakeups=F("wakeups") + 1, enqueued_at=timezone.now()
+    )
+
+
+def extend(task_ids: list[str], until: datetime, worker: str = WORKER_ID) -> None:
+    """Extend the leases `worker` holds among `task_ids` until `until` (the host renews
+    its sessions' holds and its turns' leases with one time)."""
+    RunLease.objects.filter(task_id__in=task_ids, owner=worker).update(expires_at=until)
+
+
+def let_go(task_id: str, worker: str = WORKER_ID) -> None:
+    """`worker` stops holding the task's lease, if it does, whatever its wakeups: the run
+    is free for another (a hosted session handed back or its task ended)."""
+    RunLease.objects.filter(task_id=task_id, owner=worker).update(owner="", expires_at=None)
+
+
+def counts(task_id: str) -> dict[str, Any] | None:
+    """The lease's `wakeups`, `served` and `owner`, or None when the task has none."""
+    return RunLease.objects.filter(task_id=task_id).values("wakeups", "served", "owner").first()

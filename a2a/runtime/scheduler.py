@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -19,7 +18,7 @@ from django.utils import timezone
 from django_tasks import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 
-from a2a import services, skills
+from a2a import periodic, services, skills
 from a2a.models import Suspension
 from a2a.runtime import beats, leases
 from a2a.runtime.faults import discard_connections, is_infrastructure
@@ -139,12 +138,6 @@ def prune(retention_hours: float) -> int:
     return deleted
 
 
-# Periodic work of other apps, registered from their AppConfig.ready() (a2a.push: kick
-# webhook deliveries whose job was lost), so the runtime never imports them. Each returns
-# how much it did; a failure is logged and never stops the tick.
-PERIODIC: list[Callable[[], int]] = []
-
-
 class Health:
     """How long the scheduler has reached the database without a break. Beats are only
     believed after DEAD_SECONDS of that: when the database was away, every worker's beat
@@ -185,11 +178,12 @@ def tick(health: Health | None = None) -> tuple[int, int]:
         health.broken()
         raise
     health.ok()
-    for periodic in PERIODIC:
+    # other apps' periodic work (a2a.periodic): the runtime never imports them
+    for job in periodic.jobs():
         try:
-            periodic()
+            job()
         except Exception:
-            log.exception("periodic %s failed", getattr(periodic, "__name__", periodic))
+            log.exception("periodic %s failed", getattr(job, "__name__", job))
     return fired, recovered
 
 

@@ -7,6 +7,9 @@ happens in the event loop, never in a request thread: announcements of the task 
 (each event, and the worker's release of the task, executor.run), over Redis or, with the
 in-memory layer, relayed from the workers by local wake-ups (a2a.notify). The poll is the
 fallback for a lost announcement (a Redis outage): it costs a waiting send two queries.
+
+The doors ask through the core's seam (a2a.work), which this runtime answers with these
+two functions (RuntimeConfig.ready()); hosted ACP agents' turns keep the same leases.
 """
 
 from __future__ import annotations

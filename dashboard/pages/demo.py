@@ -13,14 +13,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from a2a import skills
-from a2a.acp_host.config import HOSTED_TAG
 from a2a.models import Task
 from agui.models import Interrupt
 from dashboard import actions, forms, timeline
 from dashboard.pages import answer_card
 from dashboard.pages.access import operator_only
 
-LAUNCHABLE = ("demo", HOSTED_TAG)  # the demo agents, and hosted ACP agents (a2a/acp_host)
+LAUNCHABLE = ("demo", skills.HOSTED_TAG)  # the demo agents, and hosted ACP agents
 
 
 def demo_skills() -> list[dict[str, Any]]:

@@ -15,7 +15,6 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from a2a import skills
-from a2a.acp_host.config import HOSTED_TAG
 from a2a.errors import TaskNotFound
 from a2a.lifecycle import PAUSED, TERMINAL, State
 from a2a.models import Suspension, Task
@@ -133,8 +132,9 @@ def context(
         "can_cancel": state not in TERMINAL,
         "is_terminal": state in TERMINAL,
         "pause_form": forms.PauseForm(),
-        # a hosted ACP agent (a2a/acp_host): "stop now" may cancel its turn (the form says so)
-        "hosted_acp": HOSTED_TAG in ((skills.get(task.skill) or {}).get("tags") or []),
+        # a hosted ACP agent (a2a.skills.HOSTED_TAG): "stop now" may cancel its turn (the
+        # form says so)
+        "hosted_acp": skills.HOSTED_TAG in ((skills.get(task.skill) or {}).get("tags") or []),
         "resume_form": forms.ResumeForm(
             initial={"handle": susp.handle if susp else "", "continue_transcript": True}
         ),

@@ -4,6 +4,8 @@ test database; no worker runs here."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from a2a import services
@@ -40,3 +42,26 @@ def test_a_release_after_a_fault_never_runs_again(make_task):
     services.add_message(task.id, user_message("one more thing"), actor=CLIENT)
     assert served is not None
     assert leases.release(task.id, None) is False  # the scheduler retries it instead
+
+
+def test_a_run_that_takes_no_job_keeps_its_lease_through_the_runtime(make_task):
+    """The ACP host's turns (a2a.acp_host) take no job: their lease is opened, woken,
+    extended and let go by the runtime's functions, and a blocking send reads it as it
+    reads a worker's."""
+    task = make_task("working")
+    RunLease.objects.filter(task=task).delete()  # as if no worker's job had been queued
+    leases.open_without_job(task.id)
+    assert leases.counts(task.id) == {"wakeups": 1, "served": 0, "owner": ""}
+    leases.count_wakeup(task.id)
+    assert leases.counts(task.id)["wakeups"] == 2
+    served = leases.claim(task.id, "host:1")
+    assert served == 2 and leases.counts(task.id)["owner"] == "host:1"
+    until = RunLease.objects.get(task=task).expires_at + timedelta(minutes=5)
+    leases.extend([task.id], until, "host:2")  # not its lease: nothing changes
+    assert RunLease.objects.get(task=task).expires_at < until
+    leases.extend([task.id], until, "host:1")
+    assert RunLease.objects.get(task=task).expires_at == until
+    leases.let_go(task.id, "host:1")
+    lease = RunLease.objects.get(task=task)
+    assert (lease.owner, lease.expires_at, lease.served) == ("", None, 0)  # nothing served
+    assert leases.counts("no-such-task") is None

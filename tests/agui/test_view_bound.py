@@ -18,9 +18,8 @@ from django.conf import settings
 from django.db import transaction
 from django.test import override_settings
 
-from a2a import services
+from a2a import periodic, services
 from a2a.models import Task
-from a2a.runtime import scheduler
 from agui import projector, selectors
 from tests.agui.test_websocket import Client, version_of
 from tests.conftest import AGENT, CLIENT, user_message
@@ -168,7 +167,7 @@ def test_finished_tasks_leave_the_view_by_a_remove_delta(ws_url, api_key, make_t
             assert client.state == selectors.snapshot()
 
             # Time is up for the other two: the scheduler's tick takes them out.
-            assert projector.evict_now_and_then in scheduler.PERIODIC
+            assert projector.evict_now_and_then in periodic.jobs()
             with view_settings(FINISHED_MAX=2, FINISHED_MINUTES=0):
                 assert projector.evict_finished() == 2
             while not (removed(client, done[1].id) and removed(client, third.id)):

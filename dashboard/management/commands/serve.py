@@ -33,7 +33,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from a2a.acp_host.config import agents as hosted_agents
+from a2a import skills
 
 MANAGE = str(Path(settings.BASE_DIR) / "manage.py")
 
@@ -202,7 +202,7 @@ class Command(BaseCommand):
             ]  # fmt: skip
         commands["scheduler"] = [sys.executable, MANAGE, "run_scheduler"]
         if acp_hosts is None:
-            acp_hosts = 1 if hosted_agents() else 0
+            acp_hosts = 1 if skills.hosted() else 0  # the host registers them (a2a.skills)
         for i in range(acp_hosts):  # hosted ACP agents' sessions (a2a/acp_host)
             commands[f"acp-host-{i + 1}"] = [sys.executable, MANAGE, "run_acp_host"]
         if grpc_port:

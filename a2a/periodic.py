@@ -1,0 +1,36 @@
+"""Work done now and then, whoever asks for it: the registry the scheduler runs.
+
+Apps register their periodic jobs here from their AppConfig.ready() (push: kick webhook
+deliveries whose job was lost with a dead worker; the AG-UI projection: take long-finished
+tasks out of the live view), and the runtime's scheduler (`manage.py run_scheduler`) runs
+every registered job on each tick. So no app reaches into another's module lists, and the
+scheduler never imports the apps whose work it runs (docs/architecture.md, rule 5).
+
+A job takes no argument and returns how much it did (for the log); it decides itself
+whether enough time passed since it last did something. A failure is logged by the
+scheduler and never stops the tick.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+Job = Callable[[], int]
+_JOBS: list[Job] = []
+
+
+def register(job: Job) -> Job:
+    """Add a periodic job; registering the same one twice is a no-op (ready() may rerun)."""
+    if job not in _JOBS:
+        _JOBS.append(job)
+    return job
+
+
+def unregister(job: Job) -> None:
+    if job in _JOBS:
+        _JOBS.remove(job)
+
+
+def jobs() -> tuple[Job, ...]:
+    """The registered jobs, in the order they were registered."""
+    return tuple(_JOBS)
