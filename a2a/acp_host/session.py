@@ -30,9 +30,8 @@ from typing import Any
 
 from acp import RequestError, spawn_agent_process
 from acp import schema as s
-from acp.router import Route
 
-from a2a import selectors, services
+from a2a import acp_sdk, selectors, services
 from a2a.acp_host import config, store
 from a2a.acp_host.permissions import answer_to_outcome, as_input_request
 from a2a.acp_host.recorder import Recorder
@@ -148,7 +147,9 @@ class HostedRun:
             await self.end(snap)
             return
         gone = self.process is not None and self.process.returncode is not None
-        if gone or (self.conn is not None and self.turn is None and self.conn._conn._disconnected):
+        if gone or (
+            self.conn is not None and self.turn is None and acp_sdk.is_disconnected(self.conn)
+        ):
             await self.exited()  # between turns too: restarted before a message is consumed
             return
         await self.recorder.retry_held(snap.state)
@@ -302,12 +303,12 @@ class HostedRun:
         how, why = "", "the agent can neither resume nor load a session"
         try:
             if self.can_resume():
-                await self._call(self.conn._conn.send_request("session/resume", taken), "resume")
+                await self._call(acp_sdk.send_request(self.conn, "session/resume", taken), "resume")
                 how = "session/resume"
             elif caps.get("loadSession"):
                 self.recorder.muted = True  # its replay is history we recorded already
                 try:
-                    await self._call(self.conn._conn.send_request("session/load", taken), "load")
+                    await self._call(acp_sdk.send_request(self.conn, "session/load", taken), "load")
                     await self.recorder.drain()
                 finally:
                     self.recorder.muted = False
@@ -327,7 +328,7 @@ class HostedRun:
 
     async def new_session(self, cwd: str) -> None:
         answer = await self._call(
-            self.conn._conn.send_request("session/new", {"cwd": cwd, "mcpServers": []}), "new"
+            acp_sdk.send_request(self.conn, "session/new", {"cwd": cwd, "mcpServers": []}), "new"
         )
         self.row.session_id = s.NewSessionResponse.model_validate(answer).session_id
         await in_db(store.save)(self.row, "session_id")
@@ -388,25 +389,24 @@ class HostedRun:
                 use_unstable_protocol=True,
             )
         )
-        # Our own routes on the SDK's router (pinned SDK version): the seed's
+        # Our own routes on the SDK's router (a2a.acp_sdk): the seed's
         # session/await_resumption, and the two it has typed routes for, which would copy
         # `_meta` keys over their typed parameters (`_meta: {"options": …}` replacing the
         # options), as its agent-side routes did for the ACP door.
-        router = self.conn._conn._handler
         for method, func, kind in (
             ("session/await_resumption", self.await_resumption, "request"),
             ("session/request_permission", self.on_permission_request, "request"),
             ("session/update", self.on_update, "notification"),
         ):
-            router.add_route(Route(method=method, func=func, kind=kind))
-        self.conn._conn.add_observer(self.heard)
+            acp_sdk.add_route(self.conn, method, func, kind)
+        acp_sdk.observe_incoming(self.conn, self.heard)
         params = {
             "protocolVersion": 1,
             "clientCapabilities": CLIENT_CAPABILITIES,
             "clientInfo": {"name": "taskdeck", "version": "1"},
         }
         # raw, then checked: the SDK's model drops the seed's capabilities at the root
-        raw = await self._call(self.conn._conn.send_request("initialize", params), "initialize")
+        raw = await self._call(acp_sdk.send_request(self.conn, "initialize", params), "initialize")
         s.InitializeResponse.model_validate(raw)
         caps = raw.get("agentCapabilities") if isinstance(raw, dict) else None
         self.row.capabilities = caps if isinstance(caps, dict) else {}
@@ -417,10 +417,9 @@ class HostedRun:
 
         return HostClient(self)
 
-    def heard(self, event: Any) -> None:
-        """Every message from the agent (the SDK's stream observer): it is alive."""
-        if getattr(event, "direction", None) is not None and event.direction.value == "incoming":
-            self.last_heard = asyncio.get_running_loop().time()
+    def heard(self, _message: dict[str, Any]) -> None:
+        """Every message from the agent: it is alive."""
+        self.last_heard = asyncio.get_running_loop().time()
 
     async def stop_process(self, *, kill: bool = False) -> None:
         proc = self.process
@@ -506,7 +505,7 @@ class HostedRun:
             params["handle"] = self.row.agent_handle
         if last.resume_input is not None:
             params["input"] = last.resume_input
-        await self._call(self.conn._conn.send_request("session/resume", params), "resume")
+        await self._call(acp_sdk.send_request(self.conn, "session/resume", params), "resume")
         return "end_turn"
 
     async def _call(self, request: Any, what: str = "") -> Any:
@@ -585,7 +584,7 @@ class HostedRun:
             params["reason"] = susp.reason
         try:
             answer = await self._call(
-                self.conn._conn.send_request("session/suspend", params), "suspend"
+                acp_sdk.send_request(self.conn, "session/suspend", params), "suspend"
             )
         except (RequestError, AgentGone) as exc:
             await self.note("refused", f"the agent refused session/suspend: {exc}")
