@@ -39,6 +39,7 @@ from acp.task import MessageSender, TaskSupervisor
 
 __all__ = [
     "PINNED",
+    "Kind",
     "NdjsonTransport",
     "add_route",
     "installed_version",
