@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import contextlib
+import inspect
 import json
 import os
 import socket
@@ -70,6 +71,40 @@ async def _close(*ends: Any) -> None:
 
 def _answer(coro: Any) -> Any:
     return asyncio.wait_for(coro, SECONDS)
+
+
+@pytest.mark.asyncio
+async def test_the_internals_the_adapter_reads_are_where_it_reads_them():
+    """Named one by one, so that a rename fails here with its name rather than as an
+    AttributeError deep in a behaviour test."""
+    from acp.connection import Connection, StreamDirection, StreamEvent
+    from acp.router import MessageRouter, Route
+    from acp.stdio import _WritePipeProtocol
+    from acp.task import MessageSender
+
+    async with connected() as (agent, client, _):
+        for end in (agent, client):
+            inner = getattr(end, "_conn", None)
+            assert isinstance(inner, Connection), f"{type(end).__name__}._conn: {UPGRADE}"
+            assert isinstance(inner._handler, MessageRouter), f"Connection._handler: {UPGRADE}"
+            assert inner._disconnected is False, f"Connection._disconnected: {UPGRADE}"
+            router = inner._handler
+            assert isinstance(router._requests, dict), f"MessageRouter._requests: {UPGRADE}"
+            assert isinstance(router._notifications, dict), UPGRADE
+    for name, params in (
+        (Connection.send_request, ["self", "method", "params"]),
+        (Connection.send_notification, ["self", "method", "params"]),
+        (Connection.add_observer, ["self", "observer"]),
+        (MessageRouter.add_route, ["self", "route"]),
+        (acp_sdk.NdjsonTransport.__init__, ["self", "reader", "sender", "receive_timeout"]),
+        (MessageSender.__init__, ["self", "writer", "supervisor"]),
+    ):
+        assert list(inspect.signature(name).parameters) == params, f"{name}: {UPGRADE}"
+    assert {"method", "func", "kind"} <= set(inspect.signature(Route).parameters), UPGRADE
+    assert {"direction", "message"} <= set(StreamEvent.__slots__), UPGRADE
+    assert StreamDirection.INCOMING.value == "incoming", UPGRADE
+    for hook in ("pause_writing", "resume_writing", "_drain_helper"):
+        assert callable(getattr(_WritePipeProtocol, hook, None)), f"{hook}: {UPGRADE}"
 
 
 @pytest.mark.asyncio
