@@ -100,8 +100,8 @@ class Pauses:
             # not awaited here: an agent may answer only once its step is over, and that
             # step may wait on a permission answer this loop must still be free to pass
             self.suspending = asyncio.ensure_future(self.suspend(susp))
-        elif susp.mode == Suspension.Mode.INTERRUPT_IMMEDIATE and run.turn is not None:
-            await run.cancel_turn(
+        elif susp.mode == Suspension.Mode.INTERRUPT_IMMEDIATE and run.turns.running:
+            await run.turns.cancel(
                 "paused with interrupt_immediate: the agent cannot suspend, so its turn was "
                 "cancelled (session/cancel) and that turn's work is lost"
             )
