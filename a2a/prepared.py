@@ -21,7 +21,7 @@ PostgreSQL, its hex on SQLite), as UUIDField does.
 
 No well-kept library does this (django-prepared-queries, the one that did, is
 unmaintained); it is kept small, and tests/a2a/test_prepared.py compares its answers with
-the ORM's.
+the ORM's. The compiler internals it reads: docs/upgrading.md.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ reaches the application unchanged.
 
 It patches daphne.http_protocol.WebRequest (daphne 4.x): Daphne has no body-size option.
 tests/test_body_limit.py drives it over raw sockets; behind a proxy, limit there too
-(docs/production.md).
+(docs/production.md). What it relies on in Daphne and Twisted: docs/upgrading.md.
 """
 
 from __future__ import annotations

@@ -77,7 +77,9 @@ class ProtocolHandler(ASGIHandler):
 
     `handle` is Django 5.2's (django/core/handlers/asgi.py) with those two lines changed;
     tests/a2a/test_protocol_handler.py checks the behaviour it must keep (disconnects
-    end streams, errors are answered, the signals still fire)."""
+    end streams, errors are answered, the signals still fire), and
+    tests/test_upgrade_guards.py that what it copies has not changed in Django since
+    (docs/upgrading.md)."""
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":

@@ -20,12 +20,11 @@ from typing import Any
 
 from acp import PROTOCOL_VERSION, RequestError
 from acp import schema as s
-from acp.router import Route
 from channels.db import database_sync_to_async
 from django.conf import settings
 from pydantic import BaseModel
 
-from a2a import api_keys, rate_limits, skills
+from a2a import acp_sdk, api_keys, rate_limits, skills
 from a2a.acp_door import sessions
 from a2a.acp_door.errors import auth_required, from_domain, invalid_params
 from a2a.acp_door.live import LiveSession
@@ -82,7 +81,6 @@ class Door:
         """Called by the SDK's AgentSideConnection once its router exists: replace its
         routes with the door's (see the module docstring)."""
         self.conn = conn
-        router = conn._conn._handler  # the SDK's MessageRouter; pinned SDK version
         typed: list[tuple[str, type[BaseModel], Callable[..., Awaitable[Any]], str]] = [
             ("initialize", s.InitializeRequest, self.initialize, "request"),
             ("authenticate", s.AuthenticateRequest, self.authenticate, "request"),
@@ -96,10 +94,8 @@ class Door:
             ("session/cancel", s.CancelNotification, self.cancel, "notification"),
         ]
         for method, model, handler, kind in typed:
-            router.add_route(Route(method=method, func=self._typed(model, handler), kind=kind))
-        router.add_route(
-            Route(method="session/suspend", func=self._typed(None, self.suspend), kind="request")
-        )
+            acp_sdk.add_route(conn, method, self._typed(model, handler), kind)
+        acp_sdk.add_route(conn, "session/suspend", self._typed(None, self.suspend), "request")
 
     def _typed(self, model: type[BaseModel] | None, handler: Callable[..., Awaitable[Any]]):
         async def route(params: Any) -> Any:

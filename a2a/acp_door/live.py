@@ -31,6 +31,7 @@ from channels.layers import InMemoryChannelLayer
 from django.conf import settings
 from pydantic import ValidationError
 
+from a2a import acp_sdk
 from a2a.acp_door import sessions
 from a2a.acp_door.updates import (
     SUSPEND_META,
@@ -191,8 +192,8 @@ class LiveSession:
         seed's kinds raw (the SDK refuses kinds it does not know)."""
         sid = self.session.session_id
         if update["sessionUpdate"] in STANDARD:
-            await self.door.conn._conn.send_notification(
-                "session/update", {"sessionId": sid, "update": update}
+            await acp_sdk.send_notification(
+                self.door.conn, "session/update", {"sessionId": sid, "update": update}
             )
         else:
             await self.door.conn.session_update(sid, update)
@@ -302,7 +303,7 @@ class LiveSession:
             params["conditions"] = data["conditions"]
         try:
             await asyncio.wait_for(
-                self.door.conn._conn.send_request("session/await_resumption", params), 30
+                acp_sdk.send_request(self.door.conn, "session/await_resumption", params), 30
             )
         except (RequestError, TimeoutError, ConnectionError) as exc:
             log.info("session/await_resumption not taken: %r", exc)

@@ -18,11 +18,7 @@ import os
 import sys
 from typing import Any
 
-from acp._transport import NdjsonTransport
-from acp.stdio import _WritePipeProtocol
-from acp.task import MessageSender, TaskSupervisor
-
-from a2a import jsonsafe
+from a2a import acp_sdk, jsonsafe
 
 log = logging.getLogger(__name__)
 
@@ -44,11 +40,13 @@ def _error(rpc_id: Any, code: int, message: str, detail: str) -> dict[str, Any]:
     }
 
 
-class GuardedTransport(NdjsonTransport):
-    """NDJSON over stdio that answers every bad line (see the module docstring)."""
+class GuardedTransport(acp_sdk.NdjsonTransport):
+    """NDJSON over stdio that answers every bad line (see the module docstring). Its
+    `send` and `close` are the SDK's; `receive` is its own."""
 
-    def __init__(self, reader: asyncio.StreamReader, sender: MessageSender, *, max_line: int):
+    def __init__(self, reader: asyncio.StreamReader, sender: Any, *, max_line: int):
         super().__init__(reader, sender)
+        self.reader = reader  # our own handle: the base class keeps it privately
         self.max_line = max_line
 
     async def receive(self) -> dict[str, Any] | None:
@@ -90,19 +88,19 @@ class GuardedTransport(NdjsonTransport):
         """(line, True), or (None, True) at end of input, or (b"", False) for a line over
         the limit, which is read to its end and dropped."""
         try:
-            return await self._reader.readuntil(b"\n"), True
+            return await self.reader.readuntil(b"\n"), True
         except asyncio.IncompleteReadError as exc:
             return (exc.partial or None), True
         except asyncio.LimitOverrunError as exc:
-            await self._reader.readexactly(exc.consumed)
+            await self.reader.readexactly(exc.consumed)
         while True:  # skip the rest of the oversized line
             try:
-                await self._reader.readuntil(b"\n")
+                await self.reader.readuntil(b"\n")
                 return b"", False
             except asyncio.IncompleteReadError:
                 return None, True
             except asyncio.LimitOverrunError as exc:
-                await self._reader.readexactly(exc.consumed)
+                await self.reader.readexactly(exc.consumed)
 
 
 async def stdio_transport(protocol_fd: int, *, max_line: int) -> GuardedTransport:
@@ -110,9 +108,9 @@ async def stdio_transport(protocol_fd: int, *, max_line: int) -> GuardedTranspor
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=max_line)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    write_protocol = _WritePipeProtocol()
+    write_protocol = acp_sdk.stdio_write_protocol()
     pipe = os.fdopen(protocol_fd, "wb", buffering=0)
     transport, _ = await loop.connect_write_pipe(lambda: write_protocol, pipe)
     writer = asyncio.StreamWriter(transport, write_protocol, None, loop)
-    sender = MessageSender(writer, TaskSupervisor(source="taskdeck.acp.sender"))
+    sender = acp_sdk.message_sender(writer, source="taskdeck.acp.sender")
     return GuardedTransport(reader, sender, max_line=max_line)

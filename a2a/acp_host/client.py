@@ -1,9 +1,10 @@
 """The ACP client role Taskdeck plays for a hosted agent (the SDK's `Client` protocol).
 
 Honest capabilities: Taskdeck declared no file system and no terminal
-(session.CLIENT_CAPABILITIES), so those requests are refused with -32601 and a message
-that says why, and the refusal is on the task's timeline. Updates and permission
-requests have routes of their own (session.HostedRun.on_update, on_permission_request).
+(agent_process.CLIENT_CAPABILITIES), so those requests are refused with -32601 and a
+message that says why, and the refusal is on the task's timeline. Updates and permission
+requests have routes of their own (session.HostedRun.on_update,
+permission_requests.PermissionRequests.on_request).
 """
 
 from __future__ import annotations

@@ -131,7 +131,7 @@ class Recorder:
         await self.run.note(
             "output_limit", f"the agent wrote more than {limit} bytes in one turn: cancelled"
         )
-        await self.run.cancel_turn("")
+        await self.run.turns.cancel("")
         return True
 
     async def _text(self, text: str) -> None:

@@ -115,9 +115,7 @@ class Supervisor:
         if jobs:
             _, late = await asyncio.wait(jobs, timeout=STOP_SECONDS)
             for run in runs:
-                if run.process is not None and run.process.returncode is None:
-                    with contextlib.suppress(ProcessLookupError):
-                        run.process.kill()
+                run.agent_process.kill()
             if late:
                 log.warning("ACP host %s: %d sessions did not stop in time", self.me, len(late))
         self.runs.clear()

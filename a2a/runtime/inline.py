@@ -96,7 +96,8 @@ def _schedule(task_id: str) -> None:
     """In the call's thread: start the run on the event loop that handed this thread the
     call. It is queued on that loop before the call's own return (asyncio runs callbacks
     in order), so the send finds it running. Outside a served loop (a script) nothing
-    starts: the lease expires and a worker runs it."""
+    starts: the lease expires and a worker runs it. The loop is asgiref's private
+    `SyncToAsync.threadlocal` (docs/upgrading.md)."""
     loop = getattr(SyncToAsync.threadlocal, "main_event_loop", None)
     pid = getattr(SyncToAsync.threadlocal, "main_event_loop_pid", None)
     if loop is not None and pid == os.getpid() and loop.is_running():

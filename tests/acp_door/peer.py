@@ -21,7 +21,8 @@ from typing import Any
 
 from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process
 from acp import schema as s
-from acp.router import Route
+
+from a2a import acp_sdk
 
 ROOT = Path(__file__).resolve().parents[2]
 STANDARD_KINDS = {
@@ -153,8 +154,8 @@ class Peer:
                 stderr.close()
 
     def _hook(self, conn) -> None:
-        router = conn._conn._handler
-        typed = router._notifications["session/update"]
+        typed = acp_sdk.route_of(conn, "session/update", "notification")
+        assert typed is not None, "the SDK has no typed route for session/update"
 
         async def on_update(params: Any) -> None:
             update = (params or {}).get("update") or {}
@@ -179,8 +180,8 @@ class Peer:
                 raise RequestError.method_not_found("session/await_resumption")
             return {}
 
-        router.add_route(Route(method="session/update", func=on_update, kind="notification"))
-        router.add_route(Route(method="session/await_resumption", func=on_park, kind="request"))
+        acp_sdk.add_route(conn, "session/update", on_update, "notification")
+        acp_sdk.add_route(conn, "session/await_resumption", on_park, "request")
 
     def _observe(self, event) -> None:
         pass
@@ -189,16 +190,16 @@ class Peer:
 
     def call(self, method: str, params: Any = None, *, timeout: float = 60) -> Any:
         """A raw JSON-RPC request; returns the result or raises acp.RequestError."""
-        coro = self.conn._conn.send_request(method, params)
+        coro = acp_sdk.send_request(self.conn, method, params)
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=timeout)
 
     def start(self, method: str, params: Any = None):
         """A request left running (a prompt); `.result(timeout)` waits for its answer."""
-        coro = self.conn._conn.send_request(method, params)
+        coro = acp_sdk.send_request(self.conn, method, params)
         return asyncio.run_coroutine_threadsafe(coro, self._loop)
 
     def notify(self, method: str, params: Any) -> None:
-        coro = self.conn._conn.send_notification(method, params)
+        coro = acp_sdk.send_notification(self.conn, method, params)
         asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=10)
 
     def error(self, method: str, params: Any = None, *, timeout: float = 60) -> RequestError:

@@ -28,7 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from acp import PROTOCOL_VERSION, RequestError, run_agent
-from acp.router import Route
+
+# run as a script by its host: the repository's root, for the SDK adapter (what it may not
+# do through the SDK's public methods, it does as Taskdeck's door and host do)
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+from a2a import acp_sdk
 
 STATE = Path(os.environ["RFC_AGENT_STATE_DIR"])
 # keeps sessions in memory only: a new process knows none (it still offers resume and load)
@@ -73,7 +77,6 @@ class RfcAgent:
         """Raw routes on the SDK's router: the seed's methods and fields are not in its
         models (it would drop `input` and `continueTranscript`, and has no session/suspend)."""
         self.conn = conn
-        router = conn._conn._handler
         for method, fn, kind in [
             ("initialize", self.initialize, "request"),
             ("session/new", self.new_session, "request"),
@@ -83,7 +86,7 @@ class RfcAgent:
             ("session/suspend", self.suspend, "request"),
             ("session/cancel", self.cancel, "notification"),
         ]:
-            router.add_route(Route(method=method, func=fn, kind=kind))
+            acp_sdk.add_route(conn, method, fn, kind)
 
     # ----- helpers -----------------------------------------------------------------------
 
@@ -91,8 +94,8 @@ class RfcAgent:
         if keep:
             session.history.append(update)
             session.save()
-        await self.conn._conn.send_notification(
-            "session/update", {"sessionId": session.id, "update": update}
+        await acp_sdk.send_notification(
+            self.conn, "session/update", {"sessionId": session.id, "update": update}
         )
 
     def session(self, params: dict[str, Any]) -> Session:
@@ -211,7 +214,7 @@ class RfcAgent:
         """`ask meta`: the request also carries `_meta` keys named like its parameters,
         which a client must not mistake for them."""
         meta = {"_meta": {"options": "not these", "sessionId": "nor this"}} if rest else {}
-        answer = await self.conn._conn.send_request("session/request_permission", {
+        answer = await acp_sdk.send_request(self.conn, "session/request_permission", {
             **meta,
             "sessionId": s.id,
             "toolCall": {"toolCallId": "p1", "title": "Delete build/", "kind": "delete",
@@ -248,7 +251,7 @@ class RfcAgent:
                   "conditions": json.loads(rest or "{}"),
                   "summary": "parked by rfc_agent"}  # fmt: skip
         try:
-            answer = await self.conn._conn.send_request("session/await_resumption", params)
+            answer = await acp_sdk.send_request(self.conn, "session/await_resumption", params)
         except RequestError as exc:
             await self.send(s, text(f"park refused: {exc.code} {exc} {json.dumps(exc.data)}"))
             return "end_turn"
@@ -262,8 +265,8 @@ class RfcAgent:
     async def cmd_read(self, s: Session, rest: str) -> str:
         """Ask the client for a file (fs/read_text_file), whatever it declared."""
         try:
-            answer = await self.conn._conn.send_request(
-                "fs/read_text_file", {"sessionId": s.id, "path": rest or "/etc/hostname"}
+            answer = await acp_sdk.send_request(
+                self.conn, "fs/read_text_file", {"sessionId": s.id, "path": rest or "/etc/hostname"}
             )
         except RequestError as exc:
             await self.send(s, text(f"read refused: {exc.code} {exc}"))

@@ -17,7 +17,8 @@ What it adds to `db_worker` (every option of which it takes):
 db_worker's Worker sleeps with `time.sleep(self.interval)` in its loop (django-tasks-db
 0.13); the loop is not ours to copy, so for this process db_worker's module sees a `time`
 whose `sleep` is the bell's wait. Should a release stop sleeping that way, the worker
-only polls as db_worker does (tests/runtime/test_wakeups.py would notice).
+only polls as db_worker does (tests/runtime/test_wakeups.py would notice, and
+tests/test_upgrade_guards.py names the cause; docs/upgrading.md).
 """
 
 from __future__ import annotations

@@ -1,0 +1,128 @@
+"""A hosted agent's permission requests, asked of people as the task's input requests.
+
+The agent's `session/request_permission` becomes an input request (a2a.acp_host.
+permissions maps the two); the answer, validated by the services, goes back as the
+permission's outcome. One question is open at a time (parallel tool calls queue); a
+request made while the task is paused (finish_step holds the agent's output) is asked
+when the task works again; a request whose turn was cancelled, or whose task ended, is
+answered `cancelled` — ACP asks the client to, and an agent may wait for it before it
+stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from acp import schema as s
+
+from a2a import selectors, services
+from a2a.acp_host import store
+from a2a.acp_host.permissions import answer_to_outcome, as_input_request
+from a2a.errors import TaskError
+from a2a.lifecycle import TERMINAL, State, TransitionRefused
+from a2a.runtime.faults import in_db_thread as in_db  # fault-guarded, one DB thread
+from a2a.validation import ValidationFailed
+
+if TYPE_CHECKING:
+    from a2a.acp_host.session import HostedRun
+
+log = logging.getLogger(__name__)
+
+CANCELLED = s.RequestPermissionResponse(outcome=s.DeniedOutcome(outcome="cancelled"))
+
+
+class PermissionRequests:
+    def __init__(self, run: HostedRun) -> None:
+        self.run = run
+        self.open: tuple[str, list[Any], asyncio.Future] | None = None  # asked, unanswered
+        self.asking = 0  # permission requests in hand (asked, or held while paused)
+        self.lock = asyncio.Lock()  # one open input request at a time
+        self.works = asyncio.Event()  # the task is working: held requests may be asked
+        self.epoch = 0  # bumped when a turn is cancelled: its held requests are void
+
+    @property
+    def busy(self) -> bool:
+        """The agent waits for a person (asked, or to be asked): it is not stalling."""
+        return self.open is not None or bool(self.asking)
+
+    async def follow(self, state: str) -> None:
+        """The task's state, as the loop read it: a working task takes held questions
+        and may have answered the open one."""
+        if state != State.WORKING:
+            self.works.clear()
+            return
+        self.works.set()
+        if self.open is not None:
+            await self.deliver()
+
+    async def on_request(self, params: Any) -> Any:
+        """The route of `session/request_permission`: its params unvalidated by the SDK
+        (whose typed route would let `_meta` keys replace the options)."""
+        request = s.RequestPermissionRequest.model_validate(params)
+        return await self.ask(request.tool_call, request.options)
+
+    async def ask(self, tool_call: Any, options: list[Any]) -> Any:
+        """session/request_permission: an input request; the answer is the outcome."""
+        run = self.run
+        epoch = self.epoch
+        self.asking += 1
+        try:
+            await run.recorder.drain()
+            await run.recorder.flush_text()
+            async with self.lock:  # parallel tool calls: one question at a time
+                while True:
+                    if self.epoch != epoch:
+                        return CANCELLED  # its turn was cancelled meanwhile
+                    state = await in_db(store.task_state)(run.task_id)
+                    if state in TERMINAL or state is None:
+                        return CANCELLED
+                    if state == State.WORKING:
+                        break
+                    # paused (finish_step holds it), or another question open: asked when
+                    # the task works again
+                    self.works.clear()
+                    run.nudge.set()
+                    await self.works.wait()
+                request = as_input_request(tool_call, options)
+                explanation = request.pop("explanation")
+                try:
+                    canonical = await in_db(services.request_input)(
+                        run.task_id, actor=run.actor, explanation=explanation, request=request
+                    )
+                except (TaskError, TransitionRefused, ValidationFailed) as exc:
+                    log.warning("task %s: permission request not asked: %s", run.task_id, exc)
+                    return CANCELLED
+                fut: asyncio.Future = asyncio.get_running_loop().create_future()
+                self.open = (canonical["requestId"], options, fut)
+                run.nudge.set()
+                return await fut
+        finally:
+            self.asking -= 1
+
+    async def deliver(self) -> None:
+        """The open question's answer, once there is one, goes to the agent."""
+        assert self.open is not None
+        request_id, options, fut = self.open
+        answered = await in_db(selectors.input_answer)(self.run.task_id, request_id)
+        if answered is None:
+            return
+        self.open = None
+        if not fut.done():
+            fut.set_result(answer_to_outcome(answered, options))
+
+    def void(self) -> None:
+        """The turn is being cancelled: requests it held while paused are void now."""
+        self.epoch += 1
+        self.works.set()
+
+    def withdraw(self) -> None:
+        """A pending permission request is answered `cancelled` (the turn is cancelled or
+        over): ACP asks the client to, and an agent may wait for it before it stops."""
+        if self.open is not None:
+            _, _, fut = self.open
+            if not fut.done():
+                fut.set_result(CANCELLED)
+            self.open = None
+        self.void()
