@@ -155,11 +155,18 @@ ENDING_KINDS = frozenset(
 )
 
 
+# Events that may record a client's message: a new task's first, an answer, and
+# message_added when its role is "user" (`is_user_message` decides).
+USER_MESSAGE_KINDS = frozenset(
+    {EventKind.CREATED, EventKind.INPUT_PROVIDED, EventKind.MESSAGE_ADDED}
+)
+
+
 def is_user_message(kind: str, data: dict[str, Any] | None) -> bool:
     """A client's message arrived (new task, answer, or another message)."""
-    if kind in (EventKind.CREATED, EventKind.INPUT_PROVIDED):
-        return True
-    return kind == EventKind.MESSAGE_ADDED and (data or {}).get("role") == "user"
+    if kind not in USER_MESSAGE_KINDS:
+        return False
+    return kind != EventKind.MESSAGE_ADDED or (data or {}).get("role") == "user"
 
 
 def is_agent_text(kind: str, data: dict[str, Any] | None) -> bool:
