@@ -6,7 +6,9 @@ ARCHITECTURE.md). Each change yields:
 - one STATE_DELTA (RFC 6902) with the ops that turn the old view entry into the new one,
   plus pendingInterrupts additions/removals — its size depends on one task, never on how
   many tasks the view holds;
-- ACTIVITY_SNAPSHOT when an input request or a pause opens, ACTIVITY_DELTA as it moves on;
+- ACTIVITY_SNAPSHOT when an input request or a pause opens, ACTIVITY_DELTA as it moves on
+  and when it ends (ACTIVITIES: what each kind of event does to them; a task that ends,
+  by any of ENDING_KINDS, leaves none open);
 - a text record for agent messages (run streams turn it into TEXT_MESSAGE_* events).
 After commit, sockets are poked through the channel layer; they read the AguiEvent log.
 
