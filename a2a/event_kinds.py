@@ -4,12 +4,23 @@ The services write these (one per change, `a2a.services._core.record`); the proj
 the A2A streams, push delivery, the runtime's wakeups, the ACP door and the dashboard's
 timeline read them. Keeping the names and shapes here means a reader never guesses what a
 writer put in `data`. `EventKind` is a StrEnum: members compare equal to the stored strings.
+
+Enforced, not only declared: the test suite checks every event's data against its kind's
+shape as it is written (`check_data`, docs/runtime.md "Event shapes"), and each reader that
+switches on kinds has a table with a line for every kind, tested, so a new kind fails the
+suite until every reader decides what it does with it. Sets of kinds (STATUS_KINDS,
+SUSPENDING_KINDS, ENDING_KINDS, USER_MESSAGE_KINDS) are named here once: readers use
+them, never a list of their own.
 """
 
 from __future__ import annotations
 
+import functools
 from enum import StrEnum
-from typing import Any, TypedDict
+from typing import Any, Literal, NotRequired
+
+# typing_extensions' TypedDict: `closed` (PEP 728) and what pydantic needs on Python 3.11
+from typing_extensions import TypedDict
 
 
 class EventKind(StrEnum):
@@ -25,7 +36,7 @@ class EventKind(StrEnum):
     RESUMED = "resumed"  # ResumedData
     TIMED_OUT = "timed_out"  # TimedOutData; a suspension's deadline with onTimeout fail
     RETRYING = "retrying"  # RetryingData; the run met an infrastructure fault (state unchanged)
-    # no data; a worker took the run of a task resumed to work (state unchanged): the end of
+    # NoData; a worker took the run of a task resumed to work (state unchanged): the end of
     # "resumed, waiting for a worker" (a queued task's pickup is its `started`). Not a
     # status event: A2A streams and push never carry it
     PICKED_UP = "picked_up"
@@ -39,90 +50,168 @@ class EventKind(StrEnum):
     CANCELED = "canceled"  # CanceledData
 
 
-class CreatedData(TypedDict):
+# The shapes of `data`, one per kind (SHAPES). Closed (PEP 728): a key not listed is an
+# error, so a shape is the whole of what its writers put in. Where only some values may
+# be written, a Literal lists them; a2a.services holds the same lists (TOOL_KINDS,
+# HOST_NOTES, the Suspension choices) and tests/a2a/test_event_shapes.py checks they agree.
+
+
+class NoData(TypedDict, closed=True):
+    """A kind whose event carries nothing beyond its row (stored as `{}`)."""
+
+
+class CreatedData(TypedDict, closed=True):
     messageSeq: int  # the first user message
 
 
-class StateData(TypedDict, total=False):
+class StateData(TypedDict, total=False, closed=True):
     messageSeq: int  # the agent's status message, when it said something
     replyOnly: bool  # completed: the agent answered with a Message (A2A message response)
 
 
-class MessageData(TypedDict):
+class MessageData(TypedDict, closed=True):
     messageSeq: int
-    role: str  # "user" | "agent"
+    role: Literal["user", "agent"]
 
 
-class RetryingData(TypedDict):
+class RetryingData(TypedDict, closed=True):
     attempt: int  # infrastructure faults in a row, this one included
     retryAt: str  # ISO 8601: when the run is tried again
     error: str  # the fault, e.g. "OperationalError: terminating connection ..."
 
 
-class ToolCallData(TypedDict, total=False):
+# ACP's ToolKind and tool call status ("" when the agent did not say)
+ToolKind = Literal[
+    "", "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode",
+    "other",
+]  # fmt: skip
+ToolStatus = Literal["", "pending", "in_progress", "completed", "failed"]
+
+
+class ToolCallData(TypedDict, closed=True):
     toolCallId: str
     title: str
-    kind: str  # ACP's ToolKind: read, edit, delete, move, search, execute, think, fetch, other
-    status: str  # pending | in_progress | completed | failed
-    content: str  # the text of its content blocks, shortened
+    kind: ToolKind
+    status: ToolStatus
+    content: NotRequired[str]  # the text of its content blocks, shortened
 
 
-class HostNoteData(TypedDict, total=False):
-    what: str  # exited | turn_lost | takeover | refused | stalled | output_limit | garbage
+HostNote = Literal[
+    "exited", "turn_lost", "takeover", "refused", "stalled", "output_limit", "garbage",
+    "new_session", "cancelled_turn",
+]  # fmt: skip
+
+
+class HostNoteData(TypedDict, closed=True):
+    what: HostNote
     detail: str
 
 
-class ProgressData(TypedDict):
+class ProgressData(TypedDict, closed=True):
     done: int
     total: int
 
 
-class ArtifactData(TypedDict):
+class ArtifactData(TypedDict, closed=True):
     artifactId: str
     append: bool
     partsFrom: int  # index of the first part this event added
     partsCount: int  # how many parts this event added
 
 
-class InputRequestedData(TypedDict):
+class InputRequestedData(TypedDict, closed=True):
     requestId: str
     number: int  # the task's n-th request (interrupt ids are input-<task>-<n>)
     messageSeq: int  # the status message holding the explanation and the request
 
 
-class InputProvidedData(TypedDict):
+class InputProvidedData(TypedDict, closed=True):
     requestId: str | None
     values: dict[str, Any]  # validated against the request's fields
-    decision: str  # "approved" | "rejected" | "provided"
+    decision: Literal["approved", "rejected", "provided"]
     messageSeq: int
 
 
-class SuspensionData(TypedDict, total=False):
+class SuspensionData(TypedDict, closed=True):
     handle: str
-    initiator: str  # "client" | "agent"
-    mode: str  # finish_step | interrupt_immediate | wait_for_completion | "" (agent)
+    initiator: Literal["client", "agent"]
+    # an agent's park has none
+    mode: Literal["finish_step", "interrupt_immediate", "wait_for_completion", ""]
     conditions: dict[str, Any] | None
     deadline: str | None  # ISO 8601
     pausedFrom: str  # the state the task was paused from
-    supersedes: str  # paused: the handle of the agent's park this hold replaced
-    summary: str  # parked
+    supersedes: NotRequired[str]  # paused: the handle of the agent's park this hold replaced
+    summary: NotRequired[str]  # parked
 
 
-class ResumedData(TypedDict):
+class ResumedData(TypedDict, closed=True):
     handle: str | None
-    cause: str  # explicit_resume | condition_fired | timeout | external_event
+    cause: Literal["explicit_resume", "condition_fired", "timeout", "external_event"]
     hadResumeInput: bool
     continueTranscript: bool
 
 
-class TimedOutData(TypedDict):
+class TimedOutData(TypedDict, closed=True):
     handle: str
-    onTimeout: str
+    onTimeout: Literal["fail"]  # the other onTimeout values resume the task instead
 
 
-class CanceledData(TypedDict, total=False):
+class CanceledData(TypedDict, total=False, closed=True):
     handle: str  # the suspension the cancel ended
     withdrawnRequestId: str  # the input request the cancel withdrew
+
+
+# The shape of each kind's data: every kind has one (NoData when it carries nothing).
+SHAPES: dict[EventKind, type] = {
+    EventKind.CREATED: CreatedData,
+    EventKind.STARTED: StateData,
+    EventKind.MESSAGE_ADDED: MessageData,
+    EventKind.PROGRESS: ProgressData,
+    EventKind.ARTIFACT_ADDED: ArtifactData,
+    EventKind.INPUT_REQUESTED: InputRequestedData,
+    EventKind.INPUT_PROVIDED: InputProvidedData,
+    EventKind.PAUSED: SuspensionData,
+    EventKind.PARKED: SuspensionData,
+    EventKind.RESUMED: ResumedData,
+    EventKind.TIMED_OUT: TimedOutData,
+    EventKind.RETRYING: RetryingData,
+    EventKind.PICKED_UP: NoData,
+    EventKind.TOOL_CALL: ToolCallData,
+    EventKind.HOST_NOTE: HostNoteData,
+    EventKind.COMPLETED: StateData,
+    EventKind.FAILED: StateData,
+    EventKind.REJECTED: StateData,
+    EventKind.CANCELED: CanceledData,
+}
+
+
+class EventShapeError(Exception):
+    """An event's data does not have its kind's shape (a writer and SHAPES disagree)."""
+
+
+def check_data(kind: str, data: dict[str, Any]) -> None:
+    """Raise EventShapeError unless `data` (as stored: `{}` for none) has the shape of
+    `kind`: strictly (no coercion: "1" is not an int, 1 is not a bool's True), no key
+    missing that the shape requires, none it does not list. The services call it as they
+    write each event when the check is on (the test suite: a2a.services._core)."""
+    try:
+        shape = SHAPES[EventKind(kind)]
+    except ValueError:
+        raise EventShapeError(f"{kind!r} is not an EventKind") from None
+    from pydantic import ValidationError
+
+    try:
+        _adapter(shape).validate_python(data, strict=True)
+    except ValidationError as exc:
+        raise EventShapeError(f"{kind} data {data!r} is not a {shape.__name__}: {exc}") from None
+
+
+@functools.cache
+def _adapter(shape: type):
+    """pydantic's validator for a shape, built once (imported only where checks run)."""
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(shape)
 
 
 # Events that move the task's status (what a status subscriber shows). "created" is not
@@ -155,11 +244,18 @@ ENDING_KINDS = frozenset(
 )
 
 
+# Events that may record a client's message: a new task's first, an answer, and
+# message_added when its role is "user" (`is_user_message` decides).
+USER_MESSAGE_KINDS = frozenset(
+    {EventKind.CREATED, EventKind.INPUT_PROVIDED, EventKind.MESSAGE_ADDED}
+)
+
+
 def is_user_message(kind: str, data: dict[str, Any] | None) -> bool:
     """A client's message arrived (new task, answer, or another message)."""
-    if kind in (EventKind.CREATED, EventKind.INPUT_PROVIDED):
-        return True
-    return kind == EventKind.MESSAGE_ADDED and (data or {}).get("role") == "user"
+    if kind not in USER_MESSAGE_KINDS:
+        return False
+    return kind != EventKind.MESSAGE_ADDED or (data or {}).get("role") == "user"
 
 
 def is_agent_text(kind: str, data: dict[str, Any] | None) -> bool:

@@ -6,7 +6,9 @@ ARCHITECTURE.md). Each change yields:
 - one STATE_DELTA (RFC 6902) with the ops that turn the old view entry into the new one,
   plus pendingInterrupts additions/removals — its size depends on one task, never on how
   many tasks the view holds;
-- ACTIVITY_SNAPSHOT when an input request or a pause opens, ACTIVITY_DELTA as it moves on;
+- ACTIVITY_SNAPSHOT when an input request or a pause opens, ACTIVITY_DELTA as it moves on
+  and when it ends (ACTIVITIES: what each kind of event does to them; a task that ends,
+  by any of ENDING_KINDS, leaves none open);
 - a text record for agent messages (run streams turn it into TEXT_MESSAGE_* events).
 After commit, sockets are poked through the channel layer; they read the AguiEvent log.
 
@@ -24,6 +26,7 @@ import contextvars
 import functools
 import logging
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -34,7 +37,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from a2a import notify
-from a2a.event_kinds import EventKind, is_agent_text, is_user_message
+from a2a.event_kinds import ENDING_KINDS, EventKind, is_agent_text, is_user_message
 from a2a.formats import pause_facts, text_of, ts
 from a2a.lifecycle import State
 from a2a.models import Message, Task, TaskEvent
@@ -158,7 +161,7 @@ def on_task_event(event: TaskEvent) -> None:
         first = getattr(event, "message", None) or task.messages.order_by("seq").first()
         title = text_of(first.parts if first else None)[: view.TITLE_CHARS]
 
-    last_interrupt = _interrupts(event, task, batch, ops)
+    last_interrupt = ACTIVITIES.get(event.kind, _untouched)(event, task, batch, ops)
     status_message = _status_message(task)
     artifacts = task.artifacts.count() if event.kind == EventKind.ARTIFACT_ADDED else None
     entry = view.task_entry(
@@ -325,105 +328,153 @@ def _status_message(task: Task) -> Message | None:
     return _MESSAGE.first(pk=task.status_message_id)
 
 
-def _interrupts(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> str | None:
-    """Open, move on or close the interrupts this event touches; returns a new
-    lastInterruptId when an input request opens."""
-    kind, data, at = event.kind, event.data or {}, event.created_at
-    if kind == EventKind.INPUT_REQUESTED:
-        iid = f"input-{task.id}-{data['number']}"
-        request = task.input_request or {}
-        explanation = ""
-        msg = _status_message(task)
-        if msg is not None:
-            explanation = text_of(msg.parts)
-        interrupt = Interrupt.objects.create(
-            interrupt_id=iid,
-            task=task,
-            kind=Interrupt.Kind.INPUT_REQUEST,
-            request_id=data.get("requestId", ""),
-            reason="input_required",
-            content={
-                "stage": "awaiting_input",
-                "taskId": task.id,
-                "request": request,
-                "explanation": explanation,
-                "requestedAt": ts(at),
-            },
-            created_at=at,
-        )
-        batch.activity_snapshot(interrupt)
-        ops.append(
+def _request_opens(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> str | None:
+    """An input request opens: its activity and a pending interrupt; it becomes the
+    entry's lastInterruptId."""
+    data, at = event.data or {}, event.created_at
+    iid = f"input-{task.id}-{data['number']}"
+    request = task.input_request or {}
+    explanation = ""
+    msg = _status_message(task)
+    if msg is not None:
+        explanation = text_of(msg.parts)
+    interrupt = Interrupt.objects.create(
+        interrupt_id=iid,
+        task=task,
+        kind=Interrupt.Kind.INPUT_REQUEST,
+        request_id=data.get("requestId", ""),
+        reason="input_required",
+        content={
+            "stage": "awaiting_input",
+            "taskId": task.id,
+            "request": request,
+            "explanation": explanation,
+            "requestedAt": ts(at),
+        },
+        created_at=at,
+    )
+    batch.activity_snapshot(interrupt)
+    ops.append(
+        {
+            "op": "add",
+            "path": view.pending_path(iid),
+            "value": view.pending_entry(
+                iid, task.id, interrupt.request_id, "input_required", request.get("title")
+            ),
+        }
+    )
+    return iid
+
+
+def _request_answered(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> None:
+    """The open request this answer answers closes; its activity says the task works on
+    the answer (until the task ends: `_task_ends`)."""
+    data, at = event.data or {}, event.created_at
+    for interrupt in _open(task, Interrupt.Kind.INPUT_REQUEST):
+        if interrupt.request_id and interrupt.request_id != data.get("requestId"):
+            continue
+        _close(interrupt, batch, ops, at)
+        batch.activity_change(
+            interrupt,
             {
-                "op": "add",
-                "path": view.pending_path(iid),
-                "value": view.pending_entry(
-                    iid, task.id, interrupt.request_id, "input_required", request.get("title")
-                ),
-            }
+                "stage": "working",
+                "decision": data.get("decision", "provided"),
+                "values": _summarise(data.get("values") or {}),
+                "answeredBy": event.actor,
+                "answeredAt": ts(at),
+            },
         )
-        return iid
-    if kind == EventKind.INPUT_PROVIDED:
-        for interrupt in _open(task, Interrupt.Kind.INPUT_REQUEST):
-            if interrupt.request_id and interrupt.request_id != data.get("requestId"):
-                continue
-            _close(interrupt, batch, ops, at)
-            batch.activity_change(
-                interrupt,
-                {
-                    "stage": "working",
-                    "decision": data.get("decision", "provided"),
-                    "values": _summarise(data.get("values") or {}),
-                    "answeredBy": event.actor,
-                    "answeredAt": ts(at),
-                },
-            )
-            interrupt.save(update_fields=["content", "pending", "resolved_at"])
-    if kind in (EventKind.PAUSED, EventKind.PARKED):
-        if data.get("supersedes"):
-            for interrupt in Interrupt.objects.filter(interrupt_id=data["supersedes"]):
-                _close(interrupt, batch, None, at)
-                batch.activity_change(interrupt, {"stage": "superseded"})
-                interrupt.save(update_fields=["content", "pending", "resolved_at"])
-        susp = task.current_suspension
-        pause = pause_facts(susp) or {}
-        interrupt = Interrupt.objects.create(
-            interrupt_id=data["handle"],
-            task=task,
-            kind=Interrupt.Kind.PAUSE,
-            reason="a2a:paused",
-            content={"stage": "paused", "taskId": task.id, **pause},
-            created_at=at,
-        )
-        batch.activity_snapshot(interrupt)
-    ends = kind in (EventKind.COMPLETED, EventKind.FAILED, EventKind.REJECTED, EventKind.CANCELED)
-    if ends:  # one read for the three kinds of interrupt an ending touches
-        touched = _TOUCHED_BY_AN_END.fetch(task=task.id)
-        pauses = [i for i in touched if i.pending and i.kind == Interrupt.Kind.PAUSE]
-        asked = [i for i in touched if i.pending and i.kind == Interrupt.Kind.INPUT_REQUEST]
-        answered = [i for i in touched if not i.pending]
-    if kind in (EventKind.RESUMED, EventKind.TIMED_OUT) or ends:
-        for interrupt in pauses if ends else _open(task, Interrupt.Kind.PAUSE):
-            stage = {"resumed": "resumed", "timed_out": "timed_out"}.get(kind, "canceled")
-            changes: dict[str, Any] = {"stage": stage, "endedAt": ts(at)}
-            if kind == EventKind.RESUMED:
-                changes.update(
-                    cause=data.get("cause"),
-                    hadResumeInput=data.get("hadResumeInput"),
-                    resumedBy=event.actor,
-                )
+        interrupt.save(update_fields=["content", "pending", "resolved_at"])
+
+
+def _pause_opens(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> None:
+    """A pause (or an agent's park) opens its activity; an operator's hold over a park
+    supersedes the park's."""
+    data, at = event.data or {}, event.created_at
+    if data.get("supersedes"):
+        for interrupt in Interrupt.objects.filter(interrupt_id=data["supersedes"]):
             _close(interrupt, batch, None, at)
-            batch.activity_change(interrupt, changes)
+            batch.activity_change(interrupt, {"stage": "superseded"})
             interrupt.save(update_fields=["content", "pending", "resolved_at"])
-    if ends:
-        for interrupt in asked:  # never answered
-            _close(interrupt, batch, ops, at)
-            batch.activity_change(interrupt, {"stage": "withdrawn", "decision": None})
-            interrupt.save(update_fields=["content", "pending", "resolved_at"])
-        for interrupt in answered:
-            final = "completed" if kind == EventKind.COMPLETED else kind
-            batch.activity_change(interrupt, {"stage": final})
-            interrupt.save(update_fields=["content"])
-    return None
+    susp = task.current_suspension
+    pause = pause_facts(susp) or {}
+    interrupt = Interrupt.objects.create(
+        interrupt_id=data["handle"],
+        task=task,
+        kind=Interrupt.Kind.PAUSE,
+        reason="a2a:paused",
+        content={"stage": "paused", "taskId": task.id, **pause},
+        created_at=at,
+    )
+    batch.activity_snapshot(interrupt)
+
+
+def _pause_resumes(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> None:
+    data, at = event.data or {}, event.created_at
+    for interrupt in _open(task, Interrupt.Kind.PAUSE):
+        _close(interrupt, batch, None, at)
+        batch.activity_change(
+            interrupt,
+            {
+                "stage": "resumed",
+                "endedAt": ts(at),
+                "cause": data.get("cause"),
+                "hadResumeInput": data.get("hadResumeInput"),
+                "resumedBy": event.actor,
+            },
+        )
+        interrupt.save(update_fields=["content", "pending", "resolved_at"])
+
+
+def _task_ends(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> None:
+    """The task is over (any of ENDING_KINDS): nothing of it stays open. Its pause ends
+    (`timed_out` when its deadline ended the task, else `canceled`), a question never
+    answered is withdrawn, and an answered one the task was working on ends as the task
+    did (its final state: a timeout that fails the task says `failed`)."""
+    kind, at = event.kind, event.created_at
+    touched = _TOUCHED_BY_AN_END.fetch(task=task.id)  # one read for the three kinds
+    pauses = [i for i in touched if i.pending and i.kind == Interrupt.Kind.PAUSE]
+    asked = [i for i in touched if i.pending and i.kind == Interrupt.Kind.INPUT_REQUEST]
+    answered = [i for i in touched if not i.pending]
+    for interrupt in pauses:
+        stage = "timed_out" if kind == EventKind.TIMED_OUT else "canceled"
+        _close(interrupt, batch, None, at)
+        batch.activity_change(interrupt, {"stage": stage, "endedAt": ts(at)})
+        interrupt.save(update_fields=["content", "pending", "resolved_at"])
+    for interrupt in asked:  # never answered
+        _close(interrupt, batch, ops, at)
+        batch.activity_change(interrupt, {"stage": "withdrawn", "decision": None})
+        interrupt.save(update_fields=["content", "pending", "resolved_at"])
+    for interrupt in answered:
+        batch.activity_change(interrupt, {"stage": str(task.state)})
+        interrupt.save(update_fields=["content"])
+
+
+def _untouched(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> None:
+    """The event opens, moves on or closes no interrupt."""
+
+
+# What each kind of event does to the task's interrupts (its AG-UI activities and the
+# view's pendingInterrupts); a handler returns a new lastInterruptId or None. Every kind
+# has its entry, "nothing" included (tests/agui/test_kinds_handled.py).
+Touches = Callable[[TaskEvent, Task, _Batch, list], str | None]
+ACTIVITIES: dict[EventKind, Touches] = {
+    EventKind.CREATED: _untouched,
+    EventKind.STARTED: _untouched,
+    EventKind.MESSAGE_ADDED: _untouched,
+    EventKind.PROGRESS: _untouched,
+    EventKind.ARTIFACT_ADDED: _untouched,
+    EventKind.INPUT_REQUESTED: _request_opens,
+    EventKind.INPUT_PROVIDED: _request_answered,
+    EventKind.PAUSED: _pause_opens,
+    EventKind.PARKED: _pause_opens,
+    EventKind.RESUMED: _pause_resumes,
+    EventKind.RETRYING: _untouched,
+    EventKind.PICKED_UP: _untouched,
+    EventKind.TOOL_CALL: _untouched,
+    EventKind.HOST_NOTE: _untouched,
+    **dict.fromkeys(ENDING_KINDS, _task_ends),
+}
 
 
 def _open(task: Task, kind: str) -> list[Interrupt]:

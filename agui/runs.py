@@ -58,7 +58,7 @@ from a2a.auth import (
     still_valid,
     user_actor,
 )
-from a2a.event_kinds import EventKind
+from a2a.event_kinds import ENDING_KINDS
 from a2a.formats import text_of
 from a2a.lifecycle import PAUSED, State
 from a2a.models import Task
@@ -125,9 +125,8 @@ def _ending(task_id: str) -> tuple[str, dict, list[Interrupt], str, str]:
     task = Task.objects.select_related("status_message").get(pk=task_id)
     snapshot = _thread_snapshot(task.context_id, task_id)
     pending = list(Interrupt.objects.filter(task_id=task_id, pending=True))
-    failure = task.events.filter(
-        kind__in=[EventKind.FAILED, EventKind.REJECTED, EventKind.TIMED_OUT]
-    ).last()
+    # a failed or rejected task's one ending event (failed, rejected or timed out) says why
+    failure = task.events.filter(kind__in=ENDING_KINDS).last()
     text = text_of(task.status_message.parts) if task.status_message is not None else ""
     return task.state, snapshot, pending, (failure.reason if failure else ""), text
 
@@ -156,7 +155,58 @@ def _interrupt(i: Interrupt, context_id: str) -> AguiInterrupt:
     )
 
 
+def _relayed(type_: str, event: dict[str, Any]) -> list[bytes]:
+    """One row of the task's AG-UI log as the run streams it: an agent message expands to
+    TEXT_MESSAGE_START/CONTENT/END; every other event is sent as it was logged."""
+    if type_ != TEXT:
+        return [f"data: {_json(event)}\n\n".encode()]
+    message_id = event["messageId"]
+    return [
+        _enc(TextMessageStartEvent(message_id=message_id)),
+        _enc(TextMessageContentEvent(message_id=message_id, delta=event["text"])),
+        _enc(TextMessageEndEvent(message_id=message_id)),
+    ]
+
+
+def _last_words(
+    plan: bridge.RunPlan,
+    state: str,
+    snapshot: dict,
+    pending: list[Interrupt],
+    failure: str,
+    text: str,
+) -> tuple[str, list[Any]]:
+    """How a run whose task stopped in `state` ends: its outcome (bridge.finish_run) and
+    the events that say it. Failed or rejected: RUN_ERROR. Canceled or completed:
+    RUN_FINISHED. Waiting: the thread's STATE_SNAPSHOT, then RUN_FINISHED with the
+    interrupts it waits on (RUN_ERROR when there is none to answer: auth-required)."""
+    if state in (State.FAILED, State.REJECTED):
+        return state, [RunErrorEvent(message=failure or f"task {state}", code=f"a2a:{state}")]
+    if state == State.CANCELED:
+        cancelled = RunFinishedCancelledOutcome()
+        finished = RunFinishedEvent(thread_id=plan.thread_id, run_id=plan.run_id, outcome=cancelled)
+        return "cancelled", [finished]
+    if state == State.COMPLETED:
+        result = text or None
+        return "success", [
+            RunFinishedEvent(thread_id=plan.thread_id, run_id=plan.run_id, result=result)
+        ]
+    wanted = Interrupt.Kind.PAUSE if state in PAUSED else Interrupt.Kind.INPUT_REQUEST
+    interrupts = [_interrupt(i, plan.context_id) for i in pending if i.kind == wanted]
+    thread = StateSnapshotEvent(snapshot=snapshot)
+    if not interrupts:  # waiting without a structured request (auth-required)
+        return "error", [thread, RunErrorEvent(message=f"task is {state}", code=f"a2a:{state}")]
+    waits = RunFinishedInterruptOutcome(interrupts=interrupts)
+    return "interrupt", [
+        thread,
+        RunFinishedEvent(thread_id=plan.thread_id, run_id=plan.run_id, outcome=waits),
+    ]
+
+
 async def _stream(run: RunAgentInput, actor: services.Actor) -> AsyncIterator[bytes]:
+    """The run's SSE body (the module's docstring lists what it sends): start the run,
+    relay its task's AG-UI log until the task stops, then say how the run ended; the
+    outcome is recorded whatever happens (bridge.finish_run)."""
     try:
         plan = await database_sync_to_async(bridge.start_run)(run, actor)
     except bridge.RunRefused as refused:
@@ -198,57 +248,19 @@ async def _stream(run: RunAgentInput, actor: services.Actor) -> AsyncIterator[by
             rows, state, version = await fetch(plan.task_id, cursor)
             for row_id, _, type_, event in rows:
                 cursor = row_id
-                if type_ == TEXT:
-                    yield _enc(TextMessageStartEvent(message_id=event["messageId"]))
-                    yield _enc(
-                        TextMessageContentEvent(message_id=event["messageId"], delta=event["text"])
-                    )
-                    yield _enc(TextMessageEndEvent(message_id=event["messageId"]))
-                else:
-                    yield f"data: {_json(event)}\n\n".encode()
+                for chunk in _relayed(type_, event):
+                    yield chunk
             # stopped, and nothing after the stop (a later change: read its state again)
             if state in STOPS and (not rows or rows[-1][1] <= version):
                 break
             if not rows:
                 await news.wait(POLL)
-        state, snapshot, pending, failure, text = await database_sync_to_async(_ending)(
-            plan.task_id
-        )
-        if state in (State.FAILED, State.REJECTED):
-            outcome = state
-            yield _enc(RunErrorEvent(message=failure or f"task {state}", code=f"a2a:{state}"))
-            return
-        if state == State.CANCELED:
-            outcome = "cancelled"
-            yield _enc(
-                RunFinishedEvent(
-                    thread_id=plan.thread_id,
-                    run_id=plan.run_id,
-                    outcome=RunFinishedCancelledOutcome(),
-                )
-            )
-            return
-        if state == State.COMPLETED:
-            outcome = "success"
-            yield _enc(
-                RunFinishedEvent(thread_id=plan.thread_id, run_id=plan.run_id, result=text or None)
-            )
-            return
-        wanted = Interrupt.Kind.PAUSE if state in PAUSED else Interrupt.Kind.INPUT_REQUEST
-        interrupts = [_interrupt(i, plan.context_id) for i in pending if i.kind == wanted]
-        yield _enc(StateSnapshotEvent(snapshot=snapshot))
-        if not interrupts:  # waiting without a structured request (auth-required)
-            outcome = "error"
-            yield _enc(RunErrorEvent(message=f"task is {state}", code=f"a2a:{state}"))
-            return
-        outcome = "interrupt"
-        yield _enc(
-            RunFinishedEvent(
-                thread_id=plan.thread_id,
-                run_id=plan.run_id,
-                outcome=RunFinishedInterruptOutcome(interrupts=interrupts),
-            )
-        )
+        ending = await database_sync_to_async(_ending)(plan.task_id)
+        stopped, last_words = _last_words(plan, *ending)
+        for event in last_words[:-1]:
+            yield _enc(event)
+        outcome = stopped  # recorded (finish_run) even if the client leaves now
+        yield _enc(last_words[-1])
     except Exception:
         log.exception("AG-UI run %s failed", plan.run_id)
         yield _enc(RunErrorEvent(message="the server failed while running", code="internal"))

@@ -5,6 +5,7 @@ Interrupt and Artifact rows: six queries whatever the history's length (rule 6).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -214,114 +215,186 @@ def build(task_id: str) -> Detail:
     )
 
 
+@dataclass(frozen=True)
+class Refs:
+    """What events point at, read once for a whole timeline (or an inbox's requests):
+    messages by seq, suspensions by handle, artifacts by id, input requests by id. A
+    missing one makes a plainer entry, never an error."""
+
+    by_seq: dict[int, Message]
+    by_handle: dict[str, Suspension]
+    by_artifact: dict[str, Artifact]
+    requests: dict[str, Interrupt]
+
+    def message(self, data: dict[str, Any]) -> Message | None:
+        return self.by_seq.get(data.get("messageSeq"))
+
+
 def entry_of(ev: TaskEvent, by_seq, by_handle, by_artifact, requests) -> Entry | None:
-    """One event as a timeline entry (None: not shown). The maps name what events point
-    at (messages by seq, suspensions by handle, artifacts by id, requests by id); a
-    missing one makes a plainer entry, never an error (the inbox passes only some)."""
-    data = ev.data or {}
+    """One event as a timeline entry (None: not shown), by its kind's line of ENTRIES. The
+    maps name what events point at (Refs); the inbox passes only some."""
     changed = ev.from_state != ev.to_state
     base = {"at": ev.created_at, "actor": ev.actor, "state": ev.to_state if changed else ""}
-    kind = ev.kind
-    msg = by_seq.get(data.get("messageSeq"))
-    if kind == EventKind.MESSAGE_ADDED:
-        role = data.get("role", "user")
-        text = text_of(msg.parts if msg else None)
-        extra = _data_summary(msg.parts if msg else None)
-        return Entry(
-            kind="message",
-            title="Agent said" if role == "agent" else "User message",
-            text=(text or extra)[:TEXT_CHARS],
-            **base,
-        )
-    if kind in STATE_EVENTS:
-        text = text_of(msg.parts if msg else None)
-        details = [("reason", ev.reason)] if ev.reason and ev.reason != text else []
-        if kind == EventKind.CANCELED and data.get("withdrawnRequestId"):
-            details.append(("withdrew request", data["withdrawnRequestId"]))
-        title = STATE_EVENTS[kind]
-        return Entry(kind="state", title=title, text=text[:TEXT_CHARS], details=details, **base)
-    if kind in (EventKind.PAUSED, EventKind.PARKED):
-        s = by_handle.get(data.get("handle"))
-        who = "Paused by the agent (parked)" if kind == EventKind.PARKED else "Paused"
-        details = [("reason", ev.reason or "—")]
-        if s is not None:
-            if s.mode:
-                details.append(("mode", s.mode.replace("_", " ")))
-            details += _conditions(s.conditions)
-            if s.summary:
-                details.append(("summary", s.summary))
-            ended = s.ending or "still paused"
-            if s.ended_at:
-                ended += f" by {s.ended_by}"
-            details.append(("ended", ended))
-        if data.get("supersedes"):
-            details.append(("holds", "the agent's own wait (its conditions stop firing)"))
-        return Entry(kind="pause", title=who, details=details, **base)
-    if kind == EventKind.RESUMED:
-        details = [("cause", CAUSES.get(data.get("cause"), data.get("cause") or ""))]
-        s = by_handle.get(data.get("handle"))
-        if data.get("hadResumeInput") and s is not None:
-            details.append(("input", str(s.resume_input)[:500]))
-        if data.get("continueTranscript") is False:
-            details.append(("transcript", "fresh turn (digest)"))
-        if ev.reason:
-            details.append(("note", ev.reason))
-        return Entry(kind="resume", title="Resumed", details=details, **base)
-    if kind == EventKind.INPUT_REQUESTED:
-        i = requests.get(data.get("requestId"))
-        request = (i.content.get("request") if i else None) or {}
-        fields = ", ".join(
-            f"{f.get('label') or f.get('name')} ({f.get('type')})"
-            for f in request.get("fields") or []
-        )
-        details = [("asks for", fields)] if fields else []
-        return Entry(
-            kind="request",
-            title=f"Asked: {request.get('title') or 'input'}",
-            text=ev.reason[:TEXT_CHARS],
-            details=details,
-            **base,
-        )
-    if kind == EventKind.INPUT_PROVIDED:
-        decision = data.get("decision") or "provided"
-        title = {"approved": "Approved", "rejected": "Rejected"}.get(decision, "Answered")
-        return Entry(kind="decision", title=title, details=_values(data.get("values")), **base)
-    if kind == EventKind.PROGRESS:
-        return Entry(
-            kind=EventKind.PROGRESS,
-            title="Progress",
-            details=[("progress", f"{data.get('done')} of {data.get('total')}")],
-            **base,
-        )
-    if kind == EventKind.ARTIFACT_ADDED:
-        a = by_artifact.get(data.get("artifactId"))
-        name = (a.name if a else "") or data.get("artifactId", "")
-        title = f"Artifact {name}" + (" extended" if data.get("append") else "")
-        parts = len(a.parts) if a else 0
-        return Entry(kind="artifact", title=title, details=[("parts", str(parts))], **base)
-    if kind == EventKind.RETRYING:
-        # the infrastructure failed, not the agent: the run goes on after a backoff
-        return Entry(
-            kind="retry",
-            title="Retrying after an infrastructure fault",
-            details=[
-                ("fault", ev.reason),
-                ("attempt", str(data.get("attempt", ""))),
-                ("next try", str(data.get("retryAt", ""))),
-            ],
-            **base,
-        )
-    if kind == EventKind.TOOL_CALL:  # a hosted ACP agent's tool call
-        details = [("status", (data.get("status") or "").replace("_", " ") or "—")]
-        if data.get("kind"):
-            details.append(("kind", data["kind"]))
-        if data.get("content"):
-            details.append(("output", data["content"][:500]))
-        title = data.get("title") or data.get("toolCallId") or "tool"
-        return Entry(kind="tool", title=f"Tool: {title}", details=details, **base)
-    if kind == EventKind.HOST_NOTE:  # what the host saw happen to the agent's process
-        title = HOST_NOTES.get(data.get("what"), "Host note")
-        return Entry(kind="retry", title=title, text=data.get("detail", "")[:TEXT_CHARS], **base)
-    if kind == EventKind.PICKED_UP:  # the end of "resumed, waiting for a worker"
-        return Entry(kind="resume", title="A worker took the run again", **base)
-    return Entry(kind="state", title=kind.replace("_", " ").capitalize(), text=ev.reason, **base)
+    refs = Refs(by_seq, by_handle, by_artifact, requests)
+    return ENTRIES.get(ev.kind, _other)(ev, ev.data or {}, base, refs)
+
+
+def _message(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: Refs) -> Entry:
+    msg = refs.message(data)
+    role = data.get("role", "user")
+    text = text_of(msg.parts if msg else None)
+    extra = _data_summary(msg.parts if msg else None)
+    return Entry(
+        kind="message",
+        title="Agent said" if role == "agent" else "User message",
+        text=(text or extra)[:TEXT_CHARS],
+        **base,
+    )
+
+
+def _state(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: Refs) -> Entry:
+    msg = refs.message(data)
+    text = text_of(msg.parts if msg else None)
+    details = [("reason", ev.reason)] if ev.reason and ev.reason != text else []
+    if ev.kind == EventKind.CANCELED and data.get("withdrawnRequestId"):
+        details.append(("withdrew request", data["withdrawnRequestId"]))
+    title = STATE_EVENTS[ev.kind]
+    return Entry(kind="state", title=title, text=text[:TEXT_CHARS], details=details, **base)
+
+
+def _pause(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: Refs) -> Entry:
+    s = refs.by_handle.get(data.get("handle"))
+    who = "Paused by the agent (parked)" if ev.kind == EventKind.PARKED else "Paused"
+    details = [("reason", ev.reason or "—")]
+    if s is not None:
+        if s.mode:
+            details.append(("mode", s.mode.replace("_", " ")))
+        details += _conditions(s.conditions)
+        if s.summary:
+            details.append(("summary", s.summary))
+        ended = s.ending or "still paused"
+        if s.ended_at:
+            ended += f" by {s.ended_by}"
+        details.append(("ended", ended))
+    if data.get("supersedes"):
+        details.append(("holds", "the agent's own wait (its conditions stop firing)"))
+    return Entry(kind="pause", title=who, details=details, **base)
+
+
+def _resume(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: Refs) -> Entry:
+    details = [("cause", CAUSES.get(data.get("cause"), data.get("cause") or ""))]
+    s = refs.by_handle.get(data.get("handle"))
+    if data.get("hadResumeInput") and s is not None:
+        details.append(("input", str(s.resume_input)[:500]))
+    if data.get("continueTranscript") is False:
+        details.append(("transcript", "fresh turn (digest)"))
+    if ev.reason:
+        details.append(("note", ev.reason))
+    return Entry(kind="resume", title="Resumed", details=details, **base)
+
+
+def _request(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: Refs) -> Entry:
+    i = refs.requests.get(data.get("requestId"))
+    request = (i.content.get("request") if i else None) or {}
+    fields = ", ".join(
+        f"{f.get('label') or f.get('name')} ({f.get('type')})" for f in request.get("fields") or []
+    )
+    details = [("asks for", fields)] if fields else []
+    return Entry(
+        kind="request",
+        title=f"Asked: {request.get('title') or 'input'}",
+        text=ev.reason[:TEXT_CHARS],
+        details=details,
+        **base,
+    )
+
+
+def _decision(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: Refs) -> Entry:
+    decision = data.get("decision") or "provided"
+    title = {"approved": "Approved", "rejected": "Rejected"}.get(decision, "Answered")
+    return Entry(kind="decision", title=title, details=_values(data.get("values")), **base)
+
+
+def _progress(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: Refs) -> Entry:
+    return Entry(
+        kind=EventKind.PROGRESS,
+        title="Progress",
+        details=[("progress", f"{data.get('done')} of {data.get('total')}")],
+        **base,
+    )
+
+
+def _artifact(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: Refs) -> Entry:
+    a = refs.by_artifact.get(data.get("artifactId"))
+    name = (a.name if a else "") or data.get("artifactId", "")
+    title = f"Artifact {name}" + (" extended" if data.get("append") else "")
+    parts = len(a.parts) if a else 0
+    return Entry(kind="artifact", title=title, details=[("parts", str(parts))], **base)
+
+
+def _retry(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: Refs) -> Entry:
+    """The infrastructure failed, not the agent: the run goes on after a backoff."""
+    return Entry(
+        kind="retry",
+        title="Retrying after an infrastructure fault",
+        details=[
+            ("fault", ev.reason),
+            ("attempt", str(data.get("attempt", ""))),
+            ("next try", str(data.get("retryAt", ""))),
+        ],
+        **base,
+    )
+
+
+def _tool(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: Refs) -> Entry:
+    """A hosted ACP agent's tool call."""
+    details = [("status", (data.get("status") or "").replace("_", " ") or "—")]
+    if data.get("kind"):
+        details.append(("kind", data["kind"]))
+    if data.get("content"):
+        details.append(("output", data["content"][:500]))
+    title = data.get("title") or data.get("toolCallId") or "tool"
+    return Entry(kind="tool", title=f"Tool: {title}", details=details, **base)
+
+
+def _host_note(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: Refs) -> Entry:
+    """What the host saw happen to the agent's process."""
+    title = HOST_NOTES.get(data.get("what"), "Host note")
+    return Entry(kind="retry", title=title, text=data.get("detail", "")[:TEXT_CHARS], **base)
+
+
+def _picked_up(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: Refs) -> Entry:
+    """The end of "resumed, waiting for a worker"."""
+    return Entry(kind="resume", title="A worker took the run again", **base)
+
+
+def _other(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: Refs) -> Entry:
+    """A kind this code does not know (a row from a newer version): shown as its name."""
+    return Entry(kind="state", title=ev.kind.replace("_", " ").capitalize(), text=ev.reason, **base)
+
+
+# An event (with its data, the fields every entry has, and what it points at) as an entry
+Shows = Callable[[TaskEvent, dict[str, Any], dict[str, Any], Refs], Entry | None]
+# How each kind of event shows on the timeline; every kind has its line
+# (tests/dashboard/test_kinds_handled.py).
+ENTRIES: dict[EventKind, Shows] = {
+    EventKind.CREATED: _state,
+    EventKind.STARTED: _state,
+    EventKind.MESSAGE_ADDED: _message,
+    EventKind.PROGRESS: _progress,
+    EventKind.ARTIFACT_ADDED: _artifact,
+    EventKind.INPUT_REQUESTED: _request,
+    EventKind.INPUT_PROVIDED: _decision,
+    EventKind.PAUSED: _pause,
+    EventKind.PARKED: _pause,
+    EventKind.RESUMED: _resume,
+    EventKind.TIMED_OUT: _state,
+    EventKind.RETRYING: _retry,
+    EventKind.PICKED_UP: _picked_up,
+    EventKind.TOOL_CALL: _tool,
+    EventKind.HOST_NOTE: _host_note,
+    EventKind.COMPLETED: _state,
+    EventKind.FAILED: _state,
+    EventKind.REJECTED: _state,
+    EventKind.CANCELED: _state,
+}

@@ -8,6 +8,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -27,11 +28,23 @@ WORKERS_RUNNING = False  # set by tests/runtime's `runtime` fixture
 CLIENT = services.Actor("client", "test", tenant="key:test-client")
 
 
+def pytest_sessionstart(session):
+    shape_faults()  # a killed earlier run with the same suffix may have left some
+
+
 def pytest_sessionfinish(session, exitstatus):
     """The SQLite backend's queue file (dashboard/sqlite_backend) and SQLite's WAL files
-    outlive the test database Django removes: remove them too."""
+    outlive the test database Django removes: remove them too. A wrong event shape written
+    after the last test's check (by a worker finishing its job) fails the run."""
     from django.conf import settings
 
+    late = shape_faults()
+    if late:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_sep("=", "events written with a wrong shape", red=True)
+            reporter.write_line(late)
     db = settings.DATABASES["default"]
     if "sqlite" in db["ENGINE"] and db.get("TEST", {}).get("NAME"):
         for suffix in (".writers", "-wal", "-shm"):
@@ -40,6 +53,32 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 flush.install()  # tests/flush.py says why
+
+
+def shape_faults() -> str:
+    """The wrong event shapes reported since the last call (by this process or the worker
+    and scheduler processes tests start: tests/settings.py, EVENT_SHAPE_FAULTS), cleared."""
+    from django.conf import settings
+
+    path = Path(settings.EVENT_SHAPE_FAULTS)
+    taken = path.with_name(path.name + ".taken")  # a fault written meanwhile starts anew
+    try:
+        os.replace(path, taken)
+    except FileNotFoundError:
+        return ""
+    faults = taken.read_text(encoding="utf-8")
+    taken.unlink()
+    return faults
+
+
+@pytest.fixture(autouse=True)
+def events_have_their_shapes() -> Iterator[None]:
+    """Every TaskEvent written while the test ran had its kind's shape
+    (a2a.event_kinds.SHAPES), wherever it was written: a wrong one fails the test."""
+    yield
+    faults = shape_faults()
+    if faults:
+        pytest.fail(f"events written with a wrong shape:\n{faults}", pytrace=False)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -35,6 +35,13 @@ else:
 if os.environ.get("TASKDECK_USE_TEST_DB") == "1":
     DATABASES["default"]["NAME"] = _test["NAME"]  # noqa: F405
 
+# Every TaskEvent's data is checked against its kind's shape as it is written
+# (a2a.event_kinds.SHAPES, a2a.services._core.record), here and in the worker and
+# scheduler processes tests start (they load these settings, with this suffix). A wrong
+# shape raises where it is written and is appended to this file, which tests/conftest.py
+# reads after every test: one written in a child process fails the test too.
+EVENT_SHAPE_FAULTS = VAR_DIR / f"event-shape-faults-{_suffix}.log"  # noqa: F405
+
 # Every line a test's worker and scheduler processes log carries its time (to the
 # millisecond), django-tasks-db's own lines included: a failed runtime test reports the
 # last of them (tests/conftest.py), to be read against the test's own timeline.

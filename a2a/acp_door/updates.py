@@ -7,19 +7,21 @@ not history). Standard kinds only, unless the client opted in to the seed's
 `suspended` / `resumed` kinds (ACP.md decision 5): a standard client gets the same facts as
 an `agent_message_chunk` line and `session_info_update._meta`, never an unknown kind.
 
-Mapping (tool call ids are stable: `task-<taskId>`, `artifact-<eventId>`):
-created → tool_call (pending) · started → tool_call_update in_progress · agent text →
-agent_message_chunk · progress → tool_call_update (content "n of m", rawOutput) ·
-artifact → a completed tool_call holding its parts · input request → agent_message_chunk
-with the question · paused/parked → suspended (or its fallback) · resumed → resumed (or
-its fallback) · completed/failed/rejected/canceled/timed out → the final text and
-tool_call_update completed/failed. User messages (and answers) appear only in a replay, as
+Mapping (UPDATES, one line per kind; tool call ids are stable: `task-<taskId>`,
+`artifact-<eventId>`): created → tool_call (pending) · started → tool_call_update
+in_progress · agent text → agent_message_chunk · progress → tool_call_update (content
+"n of m", rawOutput) · artifact → a completed tool_call holding its parts · input request
+→ agent_message_chunk with the question · paused/parked → suspended (or its fallback) ·
+resumed → resumed (or its fallback) · completed/failed/rejected/canceled/timed out → the
+final text and tool_call_update completed/failed · retrying, picked up, tool calls, host
+notes → nothing. User messages (and answers) appear only in a replay, as
 user_message_chunk: live, the client sent them itself.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -203,96 +205,167 @@ def _task_meta(fact: Fact, **extra: Any) -> dict[str, Any]:
 
 
 def render(fact: Fact, *, replay: bool, opted_in: bool) -> list[dict[str, Any]]:
-    """The `update` objects (the value of `params.update`) one event becomes."""
-    kind, data, task, event = fact.kind, fact.data, fact.task, fact.event
-    out: list[dict[str, Any]] = []
-    if replay and is_user_message(kind, data):
-        if kind == EventKind.INPUT_PROVIDED:
-            said = text_of(fact.message.parts) if fact.message else ""
-            shown = said or json.dumps(data.get("values") or {}, sort_keys=True)
-            out.append(_chunk("user_message_chunk", f"{data.get('decision', 'provided')}: {shown}"))
-        elif fact.message is not None and text_of(fact.message.parts):
-            out.append(_chunk("user_message_chunk", text_of(fact.message.parts)))
-    if kind == EventKind.CREATED:
-        out.append(
-            {
-                "sessionUpdate": "tool_call",
-                "toolCallId": _task_call(task),
-                "title": f"Taskdeck task ({task.skill})",
-                "kind": "other",
-                "status": "pending",
-                "rawInput": {"taskId": task.id, "skill": task.skill},
-                "_meta": _task_meta(fact),
-            }
-        )
-    elif kind == EventKind.STARTED:
-        out.append(_tool_update(task, "in_progress"))
-    elif is_agent_text(kind, data) and fact.message is not None:
-        if text := text_of(fact.message.parts):
-            out.append(_say(text))
-    elif kind == EventKind.PROGRESS:
-        done, total = data.get("done"), data.get("total")
-        out.append(
-            _tool_update(
-                task,
-                "in_progress",
-                content=_text_content(f"{done} of {total}"),
-                rawOutput={"progress": {"done": done, "total": total}},
-            )
-        )
-    elif kind == EventKind.ARTIFACT_ADDED:
-        name = fact.artifact.name if fact.artifact else data.get("artifactId")
-        out.append(
-            {
-                "sessionUpdate": "tool_call",
-                "toolCallId": f"artifact-{event.pk}",
-                "title": f"Artifact {name}" + (" (appended)" if data.get("append") else ""),
-                "kind": "other",
-                "status": "completed",
-                "content": _text_content(_artifact_text(fact)),
-                "rawOutput": {"artifactId": data.get("artifactId"), "taskId": task.id},
-            }
-        )
-    elif kind == EventKind.INPUT_REQUESTED:
-        explanation = text_of(fact.message.parts) if fact.message else event.reason
-        out.append(_say(question_text(request_of(fact), explanation)))
-    elif kind in (EventKind.PAUSED, EventKind.PARKED):
-        facts = suspension_facts(fact)
-        meta = _task_meta(fact, mode=data.get("mode") or None, deadline=data.get("deadline"))
-        if opted_in:
-            out.append({"sessionUpdate": "suspended", **facts, "_meta": meta})
-        else:
-            who = "the agent" if facts["initiator"] == "agent" else "the client"
-            out.append(
-                _say(
-                    f"⏸ Suspended by {who}: {facts['reason'] or 'no reason given'} "
-                    f"(handle {facts['handle']})"
-                )
-            )
-            out.append(
-                {
-                    "sessionUpdate": "session_info_update",
-                    "_meta": {SUSPEND_META: {"state": "suspended", **facts}, **meta},
-                }
-            )
-    elif kind == EventKind.RESUMED:
-        facts = resumption_facts(fact)
-        if opted_in:
-            out.append({"sessionUpdate": "resumed", **facts, "_meta": _task_meta(fact)})
-        else:
-            out.append(_say(f"▶ Resumed ({facts['cause']})"))
-            out.append(
-                {
-                    "sessionUpdate": "session_info_update",
-                    "_meta": {SUSPEND_META: {"state": "resumed", **facts}, **_task_meta(fact)},
-                }
-            )
-    elif kind == EventKind.COMPLETED:
-        if fact.message is not None and (text := text_of(fact.message.parts)):
-            out.append(_say(text))
-        out.append(_tool_update(task, "completed"))
-    elif kind in (EventKind.FAILED, EventKind.REJECTED, EventKind.CANCELED, EventKind.TIMED_OUT):
-        word = {"timed_out": "Timed out", "canceled": "Canceled", "rejected": "Rejected"}
-        out.append(_say(f"{word.get(kind, 'Failed')}: {event.reason or 'no reason given'}"))
-        out.append(_tool_update(task, "failed"))
+    """The `update` objects (the value of `params.update`) one event becomes: in a replay
+    what the user said first, then what its kind's line of UPDATES makes of it."""
+    out = _user_said(fact) if replay and is_user_message(fact.kind, fact.data) else []
+    out += UPDATES.get(fact.kind, _nothing)(fact, opted_in)
     return out
+
+
+def _user_said(fact: Fact) -> list[dict[str, Any]]:
+    """A client's message (or answer) as a replay shows it: live, the client sent it."""
+    if fact.kind == EventKind.INPUT_PROVIDED:
+        data = fact.data
+        said = text_of(fact.message.parts) if fact.message else ""
+        shown = said or json.dumps(data.get("values") or {}, sort_keys=True)
+        return [_chunk("user_message_chunk", f"{data.get('decision', 'provided')}: {shown}")]
+    if fact.message is not None and text_of(fact.message.parts):
+        return [_chunk("user_message_chunk", text_of(fact.message.parts))]
+    return []
+
+
+def _created(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
+    task = fact.task
+    return [
+        {
+            "sessionUpdate": "tool_call",
+            "toolCallId": _task_call(task),
+            "title": f"Taskdeck task ({task.skill})",
+            "kind": "other",
+            "status": "pending",
+            "rawInput": {"taskId": task.id, "skill": task.skill},
+            "_meta": _task_meta(fact),
+        }
+    ]
+
+
+def _started(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
+    return [_tool_update(fact.task, "in_progress")]
+
+
+def _agent_said(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
+    """Agent text (a user's message shows only in a replay: `_user_said`)."""
+    said = fact.message is not None and is_agent_text(fact.kind, fact.data)
+    text = text_of(fact.message.parts) if said else ""
+    return [_say(text)] if text else []
+
+
+def _progress(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
+    done, total = fact.data.get("done"), fact.data.get("total")
+    return [
+        _tool_update(
+            fact.task,
+            "in_progress",
+            content=_text_content(f"{done} of {total}"),
+            rawOutput={"progress": {"done": done, "total": total}},
+        )
+    ]
+
+
+def _artifact(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
+    data = fact.data
+    name = fact.artifact.name if fact.artifact else data.get("artifactId")
+    return [
+        {
+            "sessionUpdate": "tool_call",
+            "toolCallId": f"artifact-{fact.event.pk}",
+            "title": f"Artifact {name}" + (" (appended)" if data.get("append") else ""),
+            "kind": "other",
+            "status": "completed",
+            "content": _text_content(_artifact_text(fact)),
+            "rawOutput": {"artifactId": data.get("artifactId"), "taskId": fact.task.id},
+        }
+    ]
+
+
+def _asked(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
+    explanation = text_of(fact.message.parts) if fact.message else fact.event.reason
+    return [_say(question_text(request_of(fact), explanation))]
+
+
+def _suspended(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
+    facts = suspension_facts(fact)
+    data = fact.data
+    meta = _task_meta(fact, mode=data.get("mode") or None, deadline=data.get("deadline"))
+    if opted_in:
+        return [{"sessionUpdate": "suspended", **facts, "_meta": meta}]
+    who = "the agent" if facts["initiator"] == "agent" else "the client"
+    return [
+        _say(
+            f"⏸ Suspended by {who}: {facts['reason'] or 'no reason given'} "
+            f"(handle {facts['handle']})"
+        ),
+        {
+            "sessionUpdate": "session_info_update",
+            "_meta": {SUSPEND_META: {"state": "suspended", **facts}, **meta},
+        },
+    ]
+
+
+def _resumed(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
+    facts = resumption_facts(fact)
+    if opted_in:
+        return [{"sessionUpdate": "resumed", **facts, "_meta": _task_meta(fact)}]
+    return [
+        _say(f"▶ Resumed ({facts['cause']})"),
+        {
+            "sessionUpdate": "session_info_update",
+            "_meta": {SUSPEND_META: {"state": "resumed", **facts}, **_task_meta(fact)},
+        },
+    ]
+
+
+def _completed(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
+    out = []
+    if fact.message is not None and (text := text_of(fact.message.parts)):
+        out.append(_say(text))
+    out.append(_tool_update(fact.task, "completed"))
+    return out
+
+
+ENDED_BADLY = {
+    EventKind.FAILED: "Failed",
+    EventKind.REJECTED: "Rejected",
+    EventKind.CANCELED: "Canceled",
+    EventKind.TIMED_OUT: "Timed out",
+}
+
+
+def _ended_badly(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
+    """Failed, rejected, canceled or timed out: the reason, and the task's call failed."""
+    word = ENDED_BADLY[fact.kind]
+    return [
+        _say(f"{word}: {fact.event.reason or 'no reason given'}"),
+        _tool_update(fact.task, "failed"),
+    ]
+
+
+def _nothing(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
+    """Not shown to an ACP client (the dashboard's timeline has it)."""
+    return []
+
+
+# What each kind of event becomes for an ACP client; every kind has its line, "nothing"
+# included (tests/acp_door/test_kinds_handled.py).
+Renders = Callable[[Fact, bool], list[dict[str, Any]]]
+UPDATES: dict[EventKind, Renders] = {
+    EventKind.CREATED: _created,
+    EventKind.STARTED: _started,
+    EventKind.MESSAGE_ADDED: _agent_said,
+    EventKind.PROGRESS: _progress,
+    EventKind.ARTIFACT_ADDED: _artifact,
+    EventKind.INPUT_REQUESTED: _asked,
+    EventKind.INPUT_PROVIDED: _nothing,  # an answer: shown by `_user_said` in a replay
+    EventKind.PAUSED: _suspended,
+    EventKind.PARKED: _suspended,
+    EventKind.RESUMED: _resumed,
+    EventKind.TIMED_OUT: _ended_badly,
+    EventKind.RETRYING: _nothing,
+    EventKind.PICKED_UP: _nothing,
+    EventKind.TOOL_CALL: _nothing,
+    EventKind.HOST_NOTE: _nothing,
+    EventKind.COMPLETED: _completed,
+    EventKind.FAILED: _ended_badly,
+    EventKind.REJECTED: _ended_badly,
+    EventKind.CANCELED: _ended_badly,
+}

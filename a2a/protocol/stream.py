@@ -11,7 +11,7 @@ StreamResponses; gRPC: StreamResponse messages).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -99,30 +99,6 @@ def plan(
     return StreamPlan(task_id, cursor, first, until_terminal, visible_to, dialect)
 
 
-def _status_metadata(event: TaskEvent) -> dict[str, Any] | None:
-    data = event.data or {}
-    if event.kind in (EventKind.PAUSED, EventKind.PARKED):
-        return {
-            "state": event.to_state,
-            "handle": data.get("handle"),
-            "reason": event.reason,
-            "initiator": data.get("initiator"),
-            "pausedAt": ts(event.created_at),
-            "conditions": data.get("conditions"),
-            "deadline": data.get("deadline"),
-        }
-    if event.kind == EventKind.RESUMED:
-        return {
-            "state": event.to_state,
-            "previousState": event.from_state,
-            "cause": data.get("cause"),
-            "hadResumeInput": data.get("hadResumeInput"),
-            "continueTranscript": data.get("continueTranscript"),
-            "resumedAt": ts(event.created_at),
-        }
-    return None
-
-
 EVENTS_PER_READ = 200
 # Read at every wake-up of every stream: compiled once (a2a/prepared.py says why).
 _EVENTS_AFTER = Prepared(
@@ -156,48 +132,122 @@ def events_after(
         a.artifact_id: a
         for a in Artifact.objects.filter(task_id=task_id, artifact_id__in=artifact_ids)
     }
+    read = _Read(task, messages, artifacts, dialect)
     out: list[tuple[int, dict[str, Any], bool]] = []
     for e in events:
-        if e.kind == EventKind.ARTIFACT_ADDED:
-            a = artifacts.get(e.data.get("artifactId"))
-            if a is None:
-                continue
-            body = wire.artifact(a)
-            start = e.data.get("partsFrom", 0)
-            count = e.data.get("partsCount", len(a.parts) - start)
-            body["parts"] = a.parts[start : start + count]  # only what this event added
-            item = {
-                "kind": "artifact-update",
-                "taskId": task.id,
-                "contextId": task.context_id,
-                "artifact": body,
-                "append": bool(e.data.get("append")),
-                "lastChunk": False,
-            }
-            out.append((e.pk, item, False))
-            continue
-        if not (e.kind in STATUS_KINDS or is_agent_text(e.kind, e.data)):
-            continue
-        state = e.to_state
-        shown = wire.BINDU_SUSPENDED if dialect is Dialect.BINDU and state in PAUSED else state
-        status: dict[str, Any] = {"state": shown, "timestamp": ts(e.created_at)}
-        msg = messages.get(e.data.get("messageSeq"))
-        if msg is not None and msg.role == "agent":
-            status["message"] = wire.message(msg, task)
-        final = state in FINAL_STATES
-        item = {
-            "kind": "status-update",
-            "taskId": task.id,
-            "contextId": task.context_id,
-            "status": status,
-            "final": final,
-            "_state": state,  # the stored state (Bindu shows "suspended"); dropped on send
-        }
-        meta = _status_metadata(e)
-        if meta is not None:
-            item["metadata"] = meta
-        out.append((e.pk, item, final))
+        item = ITEMS.get(e.kind, _not_streamed)(e, read)
+        if item is not None:
+            out.append((e.pk, item, item.get("final", False)))
     return out
+
+
+@dataclass(frozen=True)
+class _Read:
+    """What `events_after` read for a batch of events, and the dialect they are shown in."""
+
+    task: Task
+    messages: dict[int, Message]
+    artifacts: dict[str, Artifact]
+    dialect: Dialect
+
+
+def _artifact_update(e: TaskEvent, read: _Read) -> dict[str, Any] | None:
+    a = read.artifacts.get(e.data.get("artifactId"))
+    if a is None:
+        return None
+    body = wire.artifact(a)
+    start = e.data.get("partsFrom", 0)
+    count = e.data.get("partsCount", len(a.parts) - start)
+    body["parts"] = a.parts[start : start + count]  # only what this event added
+    return {
+        "kind": "artifact-update",
+        "taskId": read.task.id,
+        "contextId": read.task.context_id,
+        "artifact": body,
+        "append": bool(e.data.get("append")),
+        "lastChunk": False,
+    }
+
+
+def _status_update(e: TaskEvent, read: _Read, meta: dict[str, Any] | None = None) -> dict:
+    """The task's status as the event left it (with the agent's message, if it said
+    something); `final` when it ends a message stream (FINAL_STATES)."""
+    task, state = read.task, e.to_state
+    shown = wire.BINDU_SUSPENDED if read.dialect is Dialect.BINDU and state in PAUSED else state
+    status: dict[str, Any] = {"state": shown, "timestamp": ts(e.created_at)}
+    msg = read.messages.get(e.data.get("messageSeq"))
+    if msg is not None and msg.role == "agent":
+        status["message"] = wire.message(msg, task)
+    item = {
+        "kind": "status-update",
+        "taskId": task.id,
+        "contextId": task.context_id,
+        "status": status,
+        "final": state in FINAL_STATES,
+        "_state": state,  # the stored state (Bindu shows "suspended"); dropped on send
+    }
+    if meta is not None:
+        item["metadata"] = meta
+    return item
+
+
+def _agent_text(e: TaskEvent, read: _Read) -> dict[str, Any] | None:
+    """Agent text is a status update carrying its message; a user's message is not
+    streamed (the client sent it)."""
+    return _status_update(e, read) if is_agent_text(e.kind, e.data) else None
+
+
+def _paused(e: TaskEvent, read: _Read) -> dict[str, Any]:
+    data = e.data or {}
+    meta = {
+        "state": e.to_state,
+        "handle": data.get("handle"),
+        "reason": e.reason,
+        "initiator": data.get("initiator"),
+        "pausedAt": ts(e.created_at),
+        "conditions": data.get("conditions"),
+        "deadline": data.get("deadline"),
+    }
+    return _status_update(e, read, meta)
+
+
+def _resumed(e: TaskEvent, read: _Read) -> dict[str, Any]:
+    data = e.data or {}
+    meta = {
+        "state": e.to_state,
+        "previousState": e.from_state,
+        "cause": data.get("cause"),
+        "hadResumeInput": data.get("hadResumeInput"),
+        "continueTranscript": data.get("continueTranscript"),
+        "resumedAt": ts(e.created_at),
+    }
+    return _status_update(e, read, meta)
+
+
+def _not_streamed(e: TaskEvent, read: _Read) -> None:
+    """Not an A2A stream item (the task's snapshot and the dashboard show it)."""
+    return None
+
+
+# What each kind of event is on an A2A stream (and in a push body: a2a.push.delivery's
+# `deliverable` is the same rule). Every status event (STATUS_KINDS) is a status update, a
+# pause's and a resume's with their facts as metadata; every other kind has its line,
+# "nothing" included (tests/a2a/test_stream_kinds.py).
+StreamItem = Callable[[TaskEvent, _Read], dict[str, Any] | None]
+ITEMS: dict[EventKind, StreamItem] = {
+    **dict.fromkeys(STATUS_KINDS, _status_update),
+    EventKind.PAUSED: _paused,
+    EventKind.PARKED: _paused,
+    EventKind.RESUMED: _resumed,
+    EventKind.CREATED: _not_streamed,  # the stream's first item is the task itself
+    EventKind.MESSAGE_ADDED: _agent_text,
+    EventKind.PROGRESS: _not_streamed,
+    EventKind.ARTIFACT_ADDED: _artifact_update,
+    EventKind.RETRYING: _not_streamed,
+    EventKind.PICKED_UP: _not_streamed,
+    EventKind.TOOL_CALL: _not_streamed,
+    EventKind.HOST_NOTE: _not_streamed,
+}
 
 
 def view_state(task_dict: dict[str, Any]) -> str:

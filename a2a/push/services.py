@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from a2a import access
 from a2a.errors import TaskNotFound, ValidationFailed
-from a2a.event_kinds import EventKind, is_user_message
+from a2a.event_kinds import USER_MESSAGE_KINDS, is_user_message
 from a2a.models import Task, TaskEvent
 from a2a.protocol.params import flatten_errors
 from a2a.services import Actor
@@ -238,8 +238,7 @@ def send_hook(configuration: dict[str, Any], call: Call) -> Callable[[str], Push
 
 def _before_latest_user_message(task_id: str) -> int:
     """The id just below the event that recorded the task's latest client message."""
-    user_kinds = [EventKind.CREATED, EventKind.INPUT_PROVIDED, EventKind.MESSAGE_ADDED]
-    events = TaskEvent.objects.filter(task_id=task_id, kind__in=user_kinds).order_by("-id")
+    events = TaskEvent.objects.filter(task_id=task_id, kind__in=USER_MESSAGE_KINDS).order_by("-id")
     for event_id, kind, data in events.values_list("id", "kind", "data")[:50]:
         if is_user_message(kind, data):
             return event_id - 1

@@ -7,13 +7,15 @@ publishes it (in-transaction subscribers now, on-commit ones after the commit).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.utils import timezone
 
-from a2a import access, events
+from a2a import access, event_kinds, events
 from a2a.errors import TaskNotFound, ValidationFailed
 from a2a.event_kinds import EventKind
 from a2a.models import Message, Suspension, Task, TaskEvent
@@ -146,6 +148,22 @@ def append_message(
     )
 
 
+# Every event's data is checked against its kind's shape (a2a.event_kinds.SHAPES) when
+# this names a file, and a violation is appended to it as well as raised: the test suite
+# sets it (tests/settings.py) and fails any test during which a process, its own or a
+# worker it started, wrote a wrong shape. Unset (production): no check, nothing imported.
+_SHAPE_FAULTS = getattr(settings, "EVENT_SHAPE_FAULTS", None)
+
+
+def _check_shape(kind: str, data: dict[str, Any]) -> None:
+    try:
+        event_kinds.check_data(kind, data)
+    except event_kinds.EventShapeError as exc:
+        with open(_SHAPE_FAULTS, "a", encoding="utf-8") as faults:
+            faults.write(f"process {os.getpid()}: {exc}\n")
+        raise
+
+
 def record(
     task: Task,
     kind: EventKind,
@@ -165,6 +183,8 @@ def record(
     state did not change. `created`: the task was just inserted at its first version
     with this first message (nothing to save; subscribers get the message without a
     query, as `event.message`)."""
+    if _SHAPE_FAULTS is not None:
+        _check_shape(kind, data or {})
     if created is None:
         task.version += 1
         task.updated_at = at
