@@ -27,8 +27,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+
+from a2a import conf
 
 HOSTED_TAG = "acp-hosted"  # on every hosted agent's skill card (the demo launcher offers them)
 SPEC_KEYS = {"type", "command", "args", "env", "description", "tags", "examples", "skill",
@@ -132,11 +133,10 @@ def _from_file(path: str) -> dict[str, Any]:
 def agents() -> dict[str, HostedAgent]:
     """Every hosted agent by skill id (cached: settings do not change while running;
     tests that change them call `agents.cache_clear()`)."""
-    cfg = settings.TASKDECK.get("ACP_HOST", {})
     specs: dict[str, Any] = {}
-    if cfg.get("AGENTS_FILE"):
-        specs.update(_from_file(cfg["AGENTS_FILE"]))
-    specs.update(cfg.get("AGENTS") or {})
+    if conf.ACP_HOST.agents_file:
+        specs.update(_from_file(conf.ACP_HOST.agents_file))
+    specs.update(conf.ACP_HOST.agents)
     found: dict[str, HostedAgent] = {}
     for name, spec in specs.items():
         agent = parse(name, spec)
@@ -159,4 +159,5 @@ def skills() -> list[dict[str, Any]]:
 
 
 def setting(name: str) -> Any:
-    return settings.TASKDECK["ACP_HOST"][name]
+    """settings.TASKDECK["ACP_HOST"][name], read through its declaration (a2a/conf.py)."""
+    return getattr(conf.ACP_HOST, name.lower())

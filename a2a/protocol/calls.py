@@ -21,10 +21,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from rest_framework import serializers
 
-from a2a import jsonsafe
+from a2a import conf, jsonsafe
 from a2a.auth import Principal
 from a2a.lifecycle import Dialect
 from a2a.models import TaskEvent
@@ -155,12 +154,7 @@ def decide(
         last_event_id=cursor,
         version=method.version,
         settle_first=blocking(name, params),
-        base_url=(
-            base_url
-            or settings.TASKDECK.get("PUBLIC_URL")
-            or settings.TASKDECK.get("WEB_URL")
-            or ""
-        ).rstrip("/"),
+        base_url=(base_url or conf.TASKDECK.public_url or conf.TASKDECK.web_url or "").rstrip("/"),
     )
     # a blocking or streaming send waits for the run it starts: an inline agent's run is
     # then this process's (a2a.runtime.inline); a send that returns at once leaves it queued

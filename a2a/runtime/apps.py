@@ -16,7 +16,7 @@ class RuntimeConfig(AppConfig):
         from django_tasks.signals import task_enqueued, task_finished, task_started
 
         from a2a import events, skills
-        from a2a.runtime import beats, doorbell, registry, wakeups
+        from a2a.runtime import beats, checks, doorbell, registry, wakeups  # noqa: F401 (checks)
 
         events.subscribe(wakeups.on_task_event)
         skills.register(registry.skills)

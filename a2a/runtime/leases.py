@@ -7,10 +7,10 @@ import os
 import socket
 from datetime import timedelta
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from a2a import conf
 from a2a.lifecycle import State
 from a2a.models import Task
 from a2a.prepared import Prepared
@@ -21,7 +21,7 @@ WORKER_ID = f"{socket.gethostname()}:{os.getpid()}"
 
 
 def lease_seconds() -> float:
-    return float(settings.TASKDECK["RUNTIME"]["LEASE_SECONDS"])
+    return conf.RUNTIME.lease_seconds
 
 
 def claim(task_id: str, worker: str = WORKER_ID) -> int | None:
