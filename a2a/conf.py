@@ -51,7 +51,8 @@ class Refused(ValueError):
 class Setting(Generic[T]):
     """One setting. `env` is the variable that sets it (None: set in Python settings only);
     `default` a value, or a function of the environment for one that depends on another
-    variable. Bounds: `more_than`, `at_least`, `at_most`; `choices`: the values allowed."""
+    variable. Bounds: `more_than`, `at_least`, `at_most`; `choices`: the values allowed;
+    `secret`: messages never show the value."""
 
     what = "a value"  # how a refusal names the kind
 
@@ -66,8 +67,10 @@ class Setting(Generic[T]):
         at_least: float | None = None,
         at_most: float | None = None,
         choices: tuple[str, ...] | None = None,
+        secret: bool = False,
     ) -> None:
         self.env, self.default, self.meaning = env, default, meaning
+        self.secret = secret  # a refusal never repeats the value
         self.key = key or ""
         self.more_than, self.at_least, self.at_most = more_than, at_least, at_most
         self.choices = choices
@@ -130,6 +133,10 @@ class Setting(Generic[T]):
     def live(self) -> Any:
         """The value as Django's settings hold it now."""
         return self.__get__(self.section(), self.section)
+
+    def shown(self, value: Any) -> str:
+        """The value as a message may show it."""
+        return "(not shown: a secret)" if self.secret else repr(value)
 
     def label(self) -> str:
         """The variable, or where in Python settings a setting without one lives."""
@@ -375,9 +382,9 @@ class Process(Section):
     """Set per process in its environment and read there when used (secrets that are not
     Django settings): the values are never copied into settings."""
 
-    api_key = Text("TASKDECK_API_KEY", "", "the API key `manage.py acp` acts as")
+    api_key = Text("TASKDECK_API_KEY", "", "the API key `manage.py acp` acts as", secret=True)
     push_secret_keys = FernetKeys(
-        "TASKDECK_PUSH_SECRET_KEYS", [], "Fernet keys sealing webhook secrets at rest"
+        "TASKDECK_PUSH_SECRET_KEYS", [], "Fernet keys sealing webhook secrets at rest", secret=True
     )
 
     def values(self) -> Mapping[str, Any]:
@@ -705,11 +712,13 @@ def read(environ: Environ) -> Reading:
         try:
             found = setting.from_env(environ)
         except Refused as exc:
-            problems.append(f"{setting.env}={environ.get(setting.env or '')!r}: {exc}")
+            problems.append(f"{setting.env}={setting.shown(environ.get(setting.env or ''))}: {exc}")
             found = setting.default_for(environ)
         else:
             if (why := setting.problem(found)) is not None:
-                problems.append(f"{setting.env}={found!r}: {why}")
+                problems.append(
+                    f"{setting.env}={setting.shown(environ.get(setting.env or ''))}: {why}"
+                )
         parsed[setting] = found
         return list(found) if isinstance(found, list) else found
 
