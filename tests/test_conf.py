@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
+from django.test import override_settings
 
 from a2a import conf
 
@@ -137,6 +138,9 @@ def test_code_reads_the_settings_as_they_are_now(settings):
     settings.TASKDECK = {"ACP_HOST": {}}  # no RUNTIME at all
     assert conf.RUNTIME.lease_seconds == 15.0
     assert conf.RATES.per_minute("create") == 120
+    with override_settings(TASKDECK={"RUNTIME": {"LEASE_SECONDS": 7.0}}):
+        assert conf.RUNTIME.lease_seconds == 7.0
+    assert conf.RUNTIME.lease_seconds == 15.0  # the override ended
 
 
 def test_a_section_cannot_be_written_through(settings):
