@@ -37,7 +37,9 @@ def check_values(app_configs: Any = None, **kwargs: Any) -> list[Error]:
         for setting in section.declared():
             value = setting.live()
             if (why := setting.problem(value)) is not None:
-                errors.append(Error(f"{_where(setting)} is {value!r}: {why}", id="taskdeck.E001"))
+                errors.append(
+                    Error(f"{_where(setting)} is {setting.shown(value)}: {why}", id="taskdeck.E001")
+                )
     return errors
 
 
