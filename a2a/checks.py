@@ -37,9 +37,8 @@ def check_values(app_configs: Any = None, **kwargs: Any) -> list[Error]:
         for setting in section.declared():
             value = setting.live()
             if (why := setting.problem(value)) is not None:
-                errors.append(
-                    Error(f"{_where(setting)} is {setting.shown(value)}: {why}", id="taskdeck.E001")
-                )
+                message = f"{_where(setting)} is {setting.shown(value)}: {why}"
+                errors.append(Error(message, hint=setting.meaning, id="taskdeck.E001"))
     return errors
 
 

@@ -53,7 +53,7 @@ class Refused(ValueError):
 class Setting(Generic[T]):
     """One setting. `env` is the variable that sets it (None: set in Python settings only);
     `default` a value, or a function of the environment for one that depends on another
-    variable. Bounds: `more_than`, `at_least`, `at_most`; `choices`: the values allowed;
+    variable. Bounds: `more_than`, `at_least`; `choices`: the values allowed;
     `secret`: messages never show the value."""
 
     what = "a value"  # how a refusal names the kind
@@ -67,20 +67,17 @@ class Setting(Generic[T]):
         key: str | None = None,
         more_than: float | None = None,
         at_least: float | None = None,
-        at_most: float | None = None,
         choices: tuple[str, ...] | None = None,
         secret: bool = False,
     ) -> None:
         self.env, self.default, self.meaning = env, default, meaning
         self.secret = secret  # a refusal never repeats the value
         self.key = key or ""
-        self.more_than, self.at_least, self.at_most = more_than, at_least, at_most
-        self.choices = choices
+        self.more_than, self.at_least, self.choices = more_than, at_least, choices
         self.section: type[Section] = Section
-        self.name = ""
 
     def __set_name__(self, owner: type[Section], name: str) -> None:
-        self.section, self.name = owner, name
+        self.section = owner
         self.key = self.key or name.upper()
 
     @overload
@@ -128,8 +125,6 @@ class Setting(Generic[T]):
             return f"must be more than {self.more_than:g}"
         if self.at_least is not None and not value >= self.at_least:
             return f"must be at least {self.at_least:g}"
-        if self.at_most is not None and not value <= self.at_most:
-            return f"must be at most {self.at_most:g}"
         return None
 
     def live(self) -> Any:
@@ -425,6 +420,9 @@ class Taskdeck(Section):
         "pause dialect of requests that choose none",
         choices=tuple(d.value for d in Dialect),
     )
+    # `manage.py serve` sets both for its children. The card lists the gRPC interface when
+    # GRPC_ADDRESS is set; WEB_URL serves a process with no request to read its URL from
+    # (the gRPC binding's extended card), and PUBLIC_URL wins over it.
     grpc_address = Address(
         "TASKDECK_GRPC_ADDRESS", "", "the gRPC binding's address as clients dial it"
     )
@@ -446,6 +444,8 @@ class Taskdeck(Section):
         "how long a blocking send waits for the agent",
         at_least=0,
     )
+    # a revoked key or a logged-out session loses its streams, sockets and ACP sessions
+    # within this bound; a verified key is remembered this long per process
     revalidate_seconds = Number(
         "TASKDECK_REVALIDATE_SECONDS",
         5,
@@ -461,6 +461,7 @@ class Taskdeck(Section):
     max_request_bytes = Whole(
         "TASKDECK_MAX_REQUEST_BYTES", 1_000_000, "largest request body", at_least=1
     )
+    # else 408: slow clients cannot hold a server slot (dashboard/body_limit.py)
     body_seconds = Number(
         "TASKDECK_BODY_SECONDS", 30, "a request body must arrive within this", more_than=0
     )
@@ -470,6 +471,8 @@ class Taskdeck(Section):
         "a repeated messageId returns the first task (0: off)",
         at_least=0,
     )
+    # an announcement or a rate-limit count gives up after this (dashboard/settings.py,
+    # REDIS_SECONDS, says why a frozen Redis then costs a request little)
     redis_seconds = Number(
         "TASKDECK_REDIS_SECONDS",
         0.1,
@@ -544,6 +547,8 @@ class AcpHost(Section):
     max_turn_bytes = Whole(
         "TASKDECK_ACP_MAX_TURN_BYTES", 2_000_000, "the most text one turn may write", at_least=1
     )
+    # initialize, session/new, load, resume, suspend; 60 s: `npx -y` may download the agent
+    # first. A prompt is watched by TURN_SECONDS instead.
     request_seconds = Number(
         "TASKDECK_ACP_REQUEST_SECONDS",
         60,
@@ -574,6 +579,7 @@ class Runtime(Section):
         "a running task is checked for pause/cancel this often",
         more_than=0,
     )
+    # a2a/runtime/inline.py; off: every run goes to the workers
     inline = Switch(
         "TASKDECK_INLINE_RUNS",
         True,
@@ -592,12 +598,14 @@ class Runtime(Section):
     delay_scale = Number(
         "TASKDECK_AGENT_DELAY_SCALE", 1.0, "multiplies demo agents' delays", at_least=0
     )
+    # a dead worker's task is taken over and its job row marked without waiting for the lease
     beat_seconds = Number(
         "TASKDECK_BEAT_SECONDS", 1.0, "workers write a beat this often", more_than=0
     )
     dead_seconds = Number(
         "TASKDECK_DEAD_SECONDS", 4.0, "a worker silent this long is dead", more_than=0
     )
+    # doubled per fault in a row, at most RETRY_MAX_SECONDS
     retry_seconds = Number(
         "TASKDECK_RETRY_SECONDS", 0.5, "first retry after an infrastructure fault", more_than=0
     )
@@ -610,6 +618,8 @@ class Runtime(Section):
         "finished job rows are deleted after this",
         at_least=0,
     )
+    # UNIX sockets through which the processes of one machine wake each other: a new job
+    # for the workers, task news for a web process without Redis (a2a/localwake.py)
     wake_dir = Text(
         "TASKDECK_WAKE_DIR",
         lambda environ: str(Path(_var_dir(environ)) / "wake"),
@@ -618,7 +628,10 @@ class Runtime(Section):
 
 
 class View(Section):
-    """The AG-UI live view (/view/tasks, docs/agui.md "How big the view gets")."""
+    """The AG-UI live view (/view/tasks, docs/agui.md "How big the view gets"): open tasks,
+    plus finished ones for FINISHED_MINUTES (at most FINISHED_MAX, newest first). A socket's
+    opening STATE_SNAPSHOT holds at most SNAPSHOT_BYTES (agui.view caps it below the
+    WebSocket server's 1 MiB message limit); a larger view is sent cut, and says so."""
 
     key = "VIEW"
     finished_minutes = Number(
@@ -639,6 +652,8 @@ class Push(Section):
     """Push notifications (webhooks)."""
 
     key = "PUSH"
+    # for tests and local conformance runs; off in production: clients must not aim
+    # Taskdeck at its own network (SSRF)
     allow_private = Switch(
         "TASKDECK_PUSH_ALLOW_PRIVATE", False, "webhooks may reach loopback and private hosts"
     )
