@@ -4,6 +4,7 @@ the system checks, and each variable documented in the README's configuration ta
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import secrets
@@ -53,6 +54,26 @@ def test_the_readme_table_lists_nothing_the_code_does_not_read():
 def test_every_variable_the_code_names_is_declared_in_conf():
     declared = {s.env for s in conf.declared() if s.env}
     assert names_in_code() == declared
+
+
+def test_code_reads_settings_through_conf_only():
+    """settings.TASKDECK is read in a2a/conf.py alone: a default or a cast elsewhere would
+    drift from the declaration (as a dozen did)."""
+    allowed = {ROOT / "a2a" / "conf.py"}
+    found = []
+    for path in (p for top in CODE for p in (ROOT / top).rglob("*.py")):
+        if path in allowed:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            read = (  # settings.TASKDECK, or getattr(settings, "TASKDECK", …)
+                isinstance(node, ast.Attribute)
+                and node.attr == "TASKDECK"
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "settings"
+            ) or (isinstance(node, ast.Constant) and node.value == "TASKDECK")
+            if read:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not found, f"read these through a2a.conf: {found}"
 
 
 # --- reading the environment -----------------------------------------------------------------
