@@ -21,11 +21,12 @@ from django.core.checks import Error, register
 
 from a2a import conf, skills
 from a2a.models import ApiKey
+from a2a.setting_kinds import Setting
 
 TAG = "taskdeck"
 
 
-def _where(setting: conf.Setting[Any]) -> str:
+def _where(setting: Setting[Any]) -> str:
     path = setting.section.path(setting.key)
     return f"{setting.env} (settings.{path})" if setting.env else f"settings.{path}"
 

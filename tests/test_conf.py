@@ -57,9 +57,9 @@ def test_every_variable_the_code_names_is_declared_in_conf():
 
 
 def test_code_reads_settings_through_conf_only():
-    """settings.TASKDECK is read in a2a/conf.py alone: a default or a cast elsewhere would
-    drift from the declaration (as a dozen did)."""
-    allowed = {ROOT / "a2a" / "conf.py"}
+    """settings.TASKDECK is read in a2a/setting_kinds.py alone (for a2a.conf): a default or
+    a cast elsewhere would drift from the declaration, as a dozen did."""
+    allowed = {ROOT / "a2a" / "setting_kinds.py"}
     found = []
     for path in (p for top in CODE for p in (ROOT / top).rglob("*.py")):
         if path in allowed:
