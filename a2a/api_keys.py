@@ -20,9 +20,9 @@ import threading
 import time
 from datetime import timedelta
 
-from django.conf import settings
 from django.utils import timezone
 
+from a2a import conf
 from a2a.models import ApiKey
 
 SCOPES = tuple(ApiKey.Scope.values)
@@ -53,7 +53,7 @@ REMEMBER_AT_MOST = 10_000  # distinct tokens per process; past it, start afresh
 
 
 def remember_seconds() -> float:
-    return float(settings.TASKDECK.get("REVALIDATE_SECONDS", 5))
+    return conf.TASKDECK.revalidate_seconds
 
 
 def forget_all(**_signal_kwargs: object) -> None:

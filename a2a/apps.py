@@ -11,7 +11,7 @@ class A2AConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_delete, post_save
 
-        from a2a import api_keys, events, notify
+        from a2a import api_keys, checks, events, notify  # noqa: F401 (checks: registers)
         from a2a.models import ApiKey
 
         # a key saved or deleted here stops being remembered at once (api_keys.verify)

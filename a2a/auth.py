@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.conf import settings
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
-from rest_framework.permissions import BasePermission
 
-from a2a import api_keys
+from a2a import api_keys, conf
 from a2a.models import ApiKey
 from a2a.services import Actor
 
@@ -30,7 +28,7 @@ def authenticate(authorization: str | None) -> Principal:
     """The caller behind an `Authorization` header. A bad or revoked token is refused even
     where anonymous calls are allowed: a client that sends a key expects it to count."""
     if not authorization:
-        anonymous = settings.TASKDECK.get("ANONYMOUS_SCOPES") or []
+        anonymous = conf.TASKDECK.anonymous_scopes
         if anonymous:  # all anonymous callers are one tenant
             return principal_of("anonymous", "-", "anonymous", anonymous)
         raise Unauthenticated("an API key is required: send `Authorization: Bearer <key>`")
@@ -71,7 +69,7 @@ def still_valid(actor: Actor) -> bool:
 
 
 def revalidate_seconds() -> float:
-    return float(settings.TASKDECK.get("REVALIDATE_SECONDS", 5))
+    return conf.TASKDECK.revalidate_seconds
 
 
 class ApiKeyAuthentication(BaseAuthentication):
@@ -89,18 +87,3 @@ class ApiKeyAuthentication(BaseAuthentication):
 
     def authenticate_header(self, request):
         return 'Bearer realm="taskdeck"'
-
-
-def has_scope(scope: str) -> type[BasePermission]:
-    """A DRF permission: an API key with `scope`, or a signed-in staff user."""
-
-    class HasScope(BasePermission):
-        message = f"needs an API key with the {scope!r} scope"
-
-        def has_permission(self, request, view) -> bool:
-            if isinstance(request.auth, Principal):
-                return scope in request.auth.scopes
-            user = getattr(request, "user", None)
-            return bool(user and user.is_authenticated and user.is_staff)
-
-    return HasScope

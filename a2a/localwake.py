@@ -39,7 +39,7 @@ import socket
 import threading
 from pathlib import Path
 
-from django.conf import settings
+from a2a import conf
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ class Unavailable(Exception):
 def directory() -> Path | None:
     """WAKE_DIR/<hash of the database>: processes share wake-ups only with processes on the
     same database (a test run next to `make run` hears nothing of it). None when off."""
-    where = str(settings.TASKDECK["RUNTIME"].get("WAKE_DIR") or "")
+    where = conf.RUNTIME.wake_dir
     if where.strip().lower() in ("", "off") or not hasattr(socket, "AF_UNIX"):
         return None
     from django.db import connections

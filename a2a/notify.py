@@ -36,9 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
-from django.conf import settings
 
-from a2a import localwake
+from a2a import conf, localwake
 
 if TYPE_CHECKING:
     from a2a.models import TaskEvent
@@ -59,7 +58,7 @@ def group_name(task_id: str) -> str:
 
 def call_seconds() -> float:
     """The most one Redis call on a writer's path may take (TASKDECK["REDIS_SECONDS"])."""
-    return float(settings.TASKDECK.get("REDIS_SECONDS", 0.1))
+    return conf.TASKDECK.redis_seconds
 
 
 class Breaker:

@@ -27,9 +27,9 @@ import math
 import time
 from typing import TYPE_CHECKING
 
-from django.conf import settings
 from django.core.cache import cache
 
+from a2a import conf
 from a2a.errors import TaskError
 from a2a.notify import BREAKER_SECONDS, Breaker
 
@@ -53,7 +53,7 @@ def take(what: str, actor: Actor) -> None:
     """Count one `what` ("create" | "resync") for `actor`; RateLimited past its limit."""
     if actor.kind not in LIMITED_KINDS:
         return
-    limit = int(settings.TASKDECK["RATES"].get(what, 0))
+    limit = conf.RATES.per_minute(what)
     if limit <= 0:
         return
     if cache_breaker.is_open():

@@ -7,8 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
-
+from a2a import conf
 from a2a.formats import pause_facts, text_of, ts
 from a2a.lifecycle import PAUSED, TERMINAL, WAITING_FOR_INPUT
 from a2a.models import Message, Task
@@ -27,7 +26,7 @@ MIN_SNAPSHOT_BYTES = 16 * 1024  # room for a few dozen entries, so a typo cannot
 
 @dataclass(frozen=True)
 class Limits:
-    """The live view's bound (settings.TASKDECK["VIEW"], docs/agui.md)."""
+    """The live view's bound (conf.VIEW, docs/agui.md)."""
 
     finished_minutes: float  # a finished task stays this long after it finished…
     finished_max: int  # …and only while it is among the newest this many finished
@@ -36,11 +35,11 @@ class Limits:
 
 def limits() -> Limits:
     """Read at each use, so a changed setting (or a test's override) applies at once."""
-    conf = getattr(settings, "TASKDECK", {}).get("VIEW", {})
-    wanted = int(conf.get("SNAPSHOT_BYTES", 512 * 1024))
+    view = conf.VIEW
+    wanted = view.snapshot_bytes
     return Limits(
-        finished_minutes=max(0.0, float(conf.get("FINISHED_MINUTES", 60))),
-        finished_max=max(0, int(conf.get("FINISHED_MAX", 200))),
+        finished_minutes=max(0.0, view.finished_minutes),
+        finished_max=max(0, view.finished_max),
         snapshot_bytes=max(MIN_SNAPSHOT_BYTES, min(wanted, SOCKET_MESSAGE_BYTES - HEADROOM)),
     )
 

@@ -29,6 +29,8 @@ def configure(scale_out: bool) -> dict[str, str]:
         "DJANGO_SETTINGS_MODULE": "dashboard.settings",
         "DJANGO_SECRET_KEY": "bench-only",
         "TASKDECK_VAR_DIR": tempfile.mkdtemp(prefix="taskdeck-bench-"),
+        # the conformance kit's scripted agent (`tck`), which the benches drive
+        "TASKDECK_EXTRA_AGENTS": "a2a.runtime.agents.tck",
     }
     if scale_out:
         import psycopg

@@ -288,6 +288,7 @@ def start_taskdeck(key: str, var: Path, running: list[Server]) -> Server:
         "TASKDECK_VAR_DIR": str(home),
         "TASKDECK_DEBUG": "0",
         "TASKDECK_RATE_CREATE": "0",
+        "TASKDECK_EXTRA_AGENTS": "a2a.runtime.agents.tck",  # the `tck` skill it drives
     }
     ports = [free_port()]
     db = ""

@@ -27,7 +27,7 @@ from __future__ import annotations
 import io
 import json
 
-from django.conf import settings
+from a2a import conf
 
 A2A_PATHS = (b"/a2a", b"/a2a/")
 REST_PREFIX = b"/a2a/rest/"
@@ -35,11 +35,11 @@ _installed = False
 
 
 def _limit() -> int:
-    return int(settings.TASKDECK["MAX_REQUEST_BYTES"])
+    return conf.TASKDECK.max_request_bytes
 
 
 def _seconds() -> float:
-    return float(settings.TASKDECK.get("BODY_SECONDS", 30))
+    return conf.TASKDECK.body_seconds
 
 
 def refusal(path: bytes, status: int, reason: str, detail: str) -> bytes:

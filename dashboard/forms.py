@@ -101,8 +101,9 @@ class EmitEventForm(forms.Form):
     payload = JSONField(object_only=True, label="Payload (JSON object, optional)")
 
     def clean_name(self) -> str:
-        name = self.cleaned_data["name"].strip()
-        if not name or any(ch.isspace() for ch in name):
+        # CharField has stripped it and refused it empty ("required") before this runs
+        name = self.cleaned_data["name"]
+        if any(ch.isspace() for ch in name):
             raise forms.ValidationError("An event name has no spaces.")
         return name
 

@@ -13,13 +13,12 @@ from django.db.models.functions import Lower
 
 from a2a.errors import TaskNotFound, TransitionRefused, refusal_hint
 from a2a.event_kinds import EventKind
-from a2a.lifecycle import PAUSED, Action, State, move
+from a2a.lifecycle import PAUSED, Action, move
 from a2a.models import Task, TaskEvent
 from agui.models import Interrupt, ViewTask
 from dashboard.models import AuditEntry
 from dashboard.vocabulary import MODE_EFFECT, verb
 
-STATE_ORDER = [s.value for s in State]
 FILTER_CHARS = 200  # longer is a paste accident; SQLite refuses LIKE patterns past 50 kB
 PAUSED_STATES = [s.value for s in PAUSED]
 

@@ -19,6 +19,12 @@ os.environ.setdefault("TASKDECK_RATE_RESYNC", "0")
 
 from dashboard.settings import *  # noqa: F403
 
+# The conformance kit's scripted agent (a2a/runtime/agents/tck.py), offered by no deployment
+# unless asked for (tests/conformance/run_kits.py): the suite's quickest agent, answering
+# at once by message-id prefix. Here rather than in TASKDECK_EXTRA_AGENTS, which the runtime
+# tests' worker processes set for their own test agents.
+TASKDECK["AGENTS"].append("a2a.runtime.agents.tck")  # noqa: F405
+
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
 
 # One test database per pytest process, so parallel runs (two engineers, or a helper and

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,10 +20,9 @@ from typing import Any
 from acp import PROTOCOL_VERSION, RequestError
 from acp import schema as s
 from channels.db import database_sync_to_async
-from django.conf import settings
 from pydantic import BaseModel
 
-from a2a import acp_sdk, api_keys, rate_limits, skills
+from a2a import acp_sdk, api_keys, conf, rate_limits, skills
 from a2a.acp_door import sessions
 from a2a.acp_door.errors import auth_required, from_domain, invalid_params
 from a2a.acp_door.live import LiveSession
@@ -43,7 +41,7 @@ from a2a.models import Suspension
 log = logging.getLogger(__name__)
 
 AUTH_METHOD = "taskdeck-api-key"
-KEY_ENV = "TASKDECK_API_KEY"
+KEY_ENV = "TASKDECK_API_KEY"  # conf.Process.api_key
 METADATA_META = "taskdeck/metadata"  # prompt _meta: metadata for the task a prompt starts
 RESUME_CAUSES = [c.value for c in Suspension.Cause]
 SEED_RESUME_FIELDS = ("handle", "input", "continueTranscript")
@@ -158,7 +156,7 @@ class Door:
     async def from_environment(cls) -> Door:
         """The door with the identity TASKDECK_API_KEY (or anonymous scopes) gives."""
         door = cls()
-        token = os.environ.get(KEY_ENV, "").strip()
+        token = conf.PROCESS.api_key.strip()
         try:
             door.principal = await db(authenticate)(f"Bearer {token}" if token else None)
         except Unauthenticated as exc:  # no key (the default message says how), or a bad one
@@ -208,7 +206,7 @@ class Door:
         if req.method_id != AUTH_METHOD:
             raise invalid_params({"methodId": [f'must be "{AUTH_METHOD}"']})
         token = ((req.field_meta or {}).get("taskdeck/apiKey") or "").strip()
-        token = token or os.environ.get(KEY_ENV, "").strip()
+        token = token or conf.PROCESS.api_key.strip()
         if not token:
             raise auth_required(f"no key: set {KEY_ENV} or pass _meta taskdeck/apiKey")
         key = await db(api_keys.verify)(token)
@@ -423,4 +421,4 @@ def _part(block: Any) -> dict[str, Any] | None:
 
 
 def max_line_bytes() -> int:
-    return int(settings.TASKDECK["ACP"]["MAX_LINE_BYTES"])
+    return conf.ACP.max_line_bytes

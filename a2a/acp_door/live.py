@@ -28,10 +28,9 @@ from acp import RequestError
 from acp import schema as s
 from channels.db import database_sync_to_async
 from channels.layers import InMemoryChannelLayer
-from django.conf import settings
 from pydantic import ValidationError
 
-from a2a import acp_sdk
+from a2a import acp_sdk, conf
 from a2a.acp_door import sessions
 from a2a.acp_door.updates import (
     SUSPEND_META,
@@ -154,7 +153,7 @@ class LiveSession:
                     w.exception()  # retrieved, so asyncio does not log it
 
     async def _follow(self) -> None:
-        poll = float(settings.TASKDECK["ACP"]["POLL_SECONDS"])
+        poll = conf.ACP.poll_seconds
         try:
             while True:
                 self.wake.clear()
@@ -316,7 +315,7 @@ class LiveSession:
         fields = request.get("fields") or []
         required = [f for f in fields if f.get("required")]
         approval = [f for f in fields if f["type"] == "approval"]
-        seconds = float(settings.TASKDECK["ACP"]["ASK_SECONDS"])
+        seconds = conf.ACP.ask_seconds
         try:
             if len(approval) == 1 and all(f in approval for f in required):
                 values = await asyncio.wait_for(

@@ -18,7 +18,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from a2a import access, services, skills
+from a2a import access, conf, services, skills
 from a2a.acp_door.errors import SessionNotFound
 from a2a.acp_door.models import AcpSession
 from a2a.errors import TaskNotFound, ValidationFailed
@@ -31,9 +31,7 @@ PAGE = 50
 
 
 def open_session(cwd: str, *, actor: services.Actor, skill: str | None = None) -> AcpSession:
-    from django.conf import settings
-
-    skill = skill or settings.TASKDECK["DEFAULT_SKILL"]
+    skill = skill or conf.TASKDECK.default_skill
     if skills.get(skill) is None:
         raise ValidationFailed({"modeId": [f"unknown mode; offered: {', '.join(skills.ids())}"]})
     at = timezone.now()

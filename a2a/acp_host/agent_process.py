@@ -19,7 +19,7 @@ from typing import Any
 from acp import schema as s
 from acp import spawn_agent_process
 
-from a2a import acp_sdk
+from a2a import acp_sdk, conf
 from a2a.acp_host import config
 
 # What Taskdeck offers the agents it hosts, honestly: no file system, no terminal (their
@@ -98,14 +98,14 @@ class AgentProcess:
     def cwd(self) -> str:
         if self.agent.cwd:
             return self.agent.cwd
-        path = Path(config.setting("SESSIONS_DIR")) / self.task_id
+        path = Path(conf.ACP_HOST.sessions_dir) / self.task_id
         path.mkdir(parents=True, exist_ok=True)
         return str(path.resolve())
 
     def stderr_path(self) -> Path:
         """The agent's stderr, kept beside (not in) its working directory. The SDK would
         leave it a pipe nobody reads: an agent that logs a lot would block on it."""
-        path = Path(config.setting("SESSIONS_DIR")) / f"{self.task_id}.stderr.log"
+        path = Path(conf.ACP_HOST.sessions_dir) / f"{self.task_id}.stderr.log"
         path.parent.mkdir(parents=True, exist_ok=True)
         return path
 
@@ -142,11 +142,7 @@ class AgentProcess:
         proc = self.process
         waiter = asyncio.ensure_future(request)
         exit_watch = asyncio.ensure_future(proc.wait())
-        limit = (
-            (self.agent.request_seconds or float(config.setting("REQUEST_SECONDS")))
-            if (what)
-            else None
-        )
+        limit = (self.agent.request_seconds or conf.ACP_HOST.request_seconds) if (what) else None
         try:
             done, _ = await asyncio.wait(
                 {waiter, exit_watch}, timeout=limit, return_when=asyncio.FIRST_COMPLETED

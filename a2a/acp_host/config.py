@@ -27,9 +27,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from a2a import conf
 from a2a.skills import HOSTED_TAG  # on every hosted agent's skill card (a2a.skills.hosted)
 
 SPEC_KEYS = {"type", "command", "args", "env", "description", "tags", "examples", "skill",
@@ -133,11 +133,10 @@ def _from_file(path: str) -> dict[str, Any]:
 def agents() -> dict[str, HostedAgent]:
     """Every hosted agent by skill id (cached: settings do not change while running;
     tests that change them call `agents.cache_clear()`)."""
-    cfg = settings.TASKDECK.get("ACP_HOST", {})
     specs: dict[str, Any] = {}
-    if cfg.get("AGENTS_FILE"):
-        specs.update(_from_file(cfg["AGENTS_FILE"]))
-    specs.update(cfg.get("AGENTS") or {})
+    if conf.ACP_HOST.agents_file:
+        specs.update(_from_file(conf.ACP_HOST.agents_file))
+    specs.update(conf.ACP_HOST.agents)
     found: dict[str, HostedAgent] = {}
     for name, spec in specs.items():
         agent = parse(name, spec)
@@ -157,7 +156,3 @@ def get(skill_id: str) -> HostedAgent | None:
 
 def skills() -> list[dict[str, Any]]:
     return [a.card() for a in agents().values()]
-
-
-def setting(name: str) -> Any:
-    return settings.TASKDECK["ACP_HOST"][name]

@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from acp import schema as s
 
-from a2a import services
-from a2a.acp_host import config
+from a2a import conf, services
 from a2a.errors import NotAllowedNow, TaskError
 from a2a.lifecycle import TERMINAL
 from a2a.runtime.faults import in_db_thread as in_db  # fault-guarded, one DB thread
@@ -123,7 +122,7 @@ class Recorder:
         if self.over_limit:
             return True
         self.turn_bytes += size
-        limit = int(config.setting("MAX_TURN_BYTES"))
+        limit = conf.ACP_HOST.max_turn_bytes
         if self.turn_bytes <= limit:
             return False
         self.over_limit = True

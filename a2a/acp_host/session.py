@@ -27,7 +27,7 @@ from typing import Any
 from acp import RequestError
 from acp import schema as s
 
-from a2a import services
+from a2a import conf, services
 from a2a.acp_host import config, store
 from a2a.acp_host.agent_process import AgentGone, AgentProcess
 from a2a.acp_host.client import HostClient
@@ -88,7 +88,7 @@ class HostedRun:
                 # idle session waits for the bell (the supervisor nudges it), re-reading
                 # now and then in case a ring was lost
                 busy = self.turns.running or self.recorder.held
-                wait = config.setting("POLL_SECONDS") if busy else IDLE_SECONDS
+                wait = conf.ACP_HOST.poll_seconds if busy else IDLE_SECONDS
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self.nudge.wait(), wait)
         except asyncio.CancelledError:

@@ -16,6 +16,7 @@ from django.db.models import F, Q
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
+from a2a import conf
 from a2a.acp_host import config
 from a2a.acp_host.models import HostedSession
 from a2a.event_kinds import EventKind
@@ -25,7 +26,7 @@ from a2a.runtime import leases
 
 
 def lease_seconds() -> float:
-    return float(config.setting("LEASE_SECONDS"))
+    return conf.ACP_HOST.lease_seconds
 
 
 def claim_sessions(me: str, held: list[str], limit: int) -> list[tuple[str, str]]:

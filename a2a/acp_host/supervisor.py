@@ -19,6 +19,7 @@ import contextlib
 import logging
 import signal
 
+from a2a import conf
 from a2a.acp_host import config, store
 from a2a.acp_host.bell import SessionBell
 from a2a.acp_host.session import HostedRun
@@ -43,7 +44,7 @@ class Supervisor:
                 loop.add_signal_handler(sig, self.stopping.set)
         ringer = SessionBell()
         ringer.start()
-        poll = float(config.setting("POLL_SECONDS"))
+        poll = conf.ACP_HOST.poll_seconds
         renewing = asyncio.ensure_future(self.keep_renewing(store.lease_seconds() / 3))
         rung = True
         log.info("ACP host %s: agents %s", self.me, ", ".join(config.agents()) or "none")
@@ -71,7 +72,7 @@ class Supervisor:
         turn watches its task on its own poll and an idle one re-reads it now and then."""
         for task_id in [t for t, (_, job) in self.runs.items() if job.done()]:
             del self.runs[task_id]
-        room = int(config.setting("MAX_SESSIONS")) - len(self.runs)
+        room = conf.ACP_HOST.max_sessions - len(self.runs)
         taken = (
             await in_db(store.claim_sessions)(self.me, list(self.runs), room) if (room > 0) else []
         )

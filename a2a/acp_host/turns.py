@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from acp import RequestError
 
-from a2a import services
-from a2a.acp_host import config, store
+from a2a import conf, services
+from a2a.acp_host import store
 from a2a.acp_host.agent_process import AgentGone
 from a2a.errors import TaskError
 from a2a.formats import text_of
@@ -140,7 +140,7 @@ class Turns:
         if run.permissions.busy:
             self.last_heard = loop.time()  # waiting for a person is not the agent stalling
             return
-        limit = run.agent.turn_seconds or float(config.setting("TURN_SECONDS"))
+        limit = run.agent.turn_seconds or conf.ACP_HOST.turn_seconds
         if self.cancel_sent_at is None and loop.time() - self.last_heard > limit:
             await run.note("stalled", f"nothing from the agent for {limit:g} s: cancelling")
             await self.cancel("")

@@ -13,7 +13,8 @@ import signal
 from collections.abc import Callable
 
 import grpc
-from django.conf import settings
+
+from a2a import conf
 
 from . import protos
 from .binding import servicer
@@ -33,7 +34,7 @@ def address(host: str, port: int) -> str:
 
 def build(bind: str) -> tuple[grpc.aio.Server, int]:
     """The server with both services, bound to `bind`; the port it got (for port 0)."""
-    limit = int(settings.TASKDECK["MAX_REQUEST_BYTES"])
+    limit = conf.TASKDECK.max_request_bytes
     # so_reuseport off: grpcio turns it on, and a second server on a port already taken would
     # start without an error and quietly share its connections with the first
     server = grpc.aio.server(

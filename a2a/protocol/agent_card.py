@@ -20,13 +20,12 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 from django.utils.http import http_date
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_safe
 
-from a2a import skills
+from a2a import conf, skills
 from a2a.models import Suspension
 from a2a.protocol.dialects import BINDU_EXTENSION_URI, PAUSE_EXTENSION_URI
 
@@ -37,7 +36,7 @@ _STARTED = datetime.now(UTC).replace(microsecond=0)  # the card changes only wit
 
 
 def base_url(request: HttpRequest) -> str:
-    configured = settings.TASKDECK.get("PUBLIC_URL")
+    configured = conf.TASKDECK.public_url
     return (configured or request.build_absolute_uri("/")).rstrip("/")
 
 
@@ -171,7 +170,7 @@ def interfaces_10(url: str) -> list[dict[str, str]]:
         {"url": f"{url}/a2a/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
         {"url": f"{url}{REST_PATH}", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
     ]
-    grpc = settings.TASKDECK.get("GRPC_ADDRESS")
+    grpc = conf.TASKDECK.grpc_address
     if grpc:
         out.append({"url": grpc, "protocolBinding": "GRPC", "protocolVersion": "1.0"})
     return out
@@ -198,7 +197,7 @@ def wanted_version(request: HttpRequest) -> str:
     header = (request.headers.get("A2A-Version") or "").strip()
     if header:
         return "1.0" if header.split(".", 1)[0] == "1" else "0.3"
-    return settings.TASKDECK.get("CARD_DEFAULT_VERSION", "0.3")
+    return conf.TASKDECK.card_default_version
 
 
 @csrf_exempt  # read-only: require_safe answers 405 to anything unsafe

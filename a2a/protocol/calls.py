@@ -24,10 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from channels.db import database_sync_to_async
-from django.conf import settings
 from rest_framework import serializers
 
-from a2a import jsonsafe, work
+from a2a import conf, jsonsafe, work
 from a2a.auth import Principal
 from a2a.lifecycle import Dialect
 from a2a.models import TaskEvent
@@ -157,12 +156,7 @@ def decide(
         last_event_id=cursor,
         version=method.version,
         settle_first=blocking(name, params),
-        base_url=(
-            base_url
-            or settings.TASKDECK.get("PUBLIC_URL")
-            or settings.TASKDECK.get("WEB_URL")
-            or ""
-        ).rstrip("/"),
+        base_url=(base_url or conf.TASKDECK.public_url or conf.TASKDECK.web_url or "").rstrip("/"),
     )
     # a blocking or streaming send waits for the run it starts: an inline agent's run is
     # then this process's (a2a.work.may_run_here); a send that returns at once leaves it queued

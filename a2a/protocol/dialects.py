@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
-
+from a2a import conf
 from a2a.lifecycle import Dialect
 
 PAUSE_EXTENSION_URI = "https://taskdeck.dev/extensions/a2a-pause/v1"
@@ -27,4 +26,4 @@ def choose(headers: Any, params: Any) -> Dialect:
         return Dialect.BINDU
     if isinstance(params, dict) and "task_id" in params:
         return Dialect.BINDU
-    return Dialect(settings.TASKDECK.get("DEFAULT_DIALECT", "rfc"))
+    return Dialect(conf.TASKDECK.default_dialect)

@@ -7,9 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from django.conf import settings
-
-from a2a import jsonsafe
+from a2a import conf, jsonsafe
 
 from .errors import CONTENT_TYPE_NOT_SUPPORTED, INVALID_REQUEST, PARSE_ERROR, ProtocolError
 
@@ -17,7 +15,7 @@ from .errors import CONTENT_TYPE_NOT_SUPPORTED, INVALID_REQUEST, PARSE_ERROR, Pr
 def check_size(headers: Mapping[str, str]) -> None:
     """413 for a Content-Length over TASKDECK_MAX_REQUEST_BYTES (Daphne's patch refuses it
     earlier, dashboard/body_limit.py; this holds under any other server)."""
-    limit = settings.TASKDECK["MAX_REQUEST_BYTES"]
+    limit = conf.TASKDECK.max_request_bytes
     if int(headers.get("Content-Length") or 0) > limit:
         raise ProtocolError(INVALID_REQUEST, f"request body over {limit} bytes", http_status=413)
 

@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from channels.db import database_sync_to_async
-from django.conf import settings
 from django.db import transaction
 
-from a2a import access
+from a2a import access, conf
 from a2a.auth import revalidate_seconds, still_valid
 from a2a.errors import TaskNotFound
 from a2a.event_kinds import STATUS_KINDS, EventKind, is_agent_text
@@ -273,7 +272,7 @@ async def follow(sp: StreamPlan) -> AsyncIterator[tuple[int | None, dict[str, An
 
     Waking up: a `Listener` on the task's group (a2a.notify) ends each wait early;
     otherwise the log is polled every STREAM_POLL_SECONDS."""
-    poll = float(settings.TASKDECK.get("STREAM_POLL_SECONDS", 0.25))
+    poll = conf.TASKDECK.stream_poll_seconds
     news = Listener(group_name(sp.task_id))
     fetch = database_sync_to_async(events_after, thread_sensitive=False)
     valid = database_sync_to_async(still_valid, thread_sensitive=False)

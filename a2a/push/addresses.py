@@ -14,7 +14,7 @@ import ipaddress
 import socket
 from urllib.parse import urlsplit
 
-from django.conf import settings
+from a2a import conf
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 MAX_URL_LENGTH = 2048
@@ -36,7 +36,7 @@ class AddressRefused(Exception):
 
 
 def allow_private() -> bool:
-    return bool(settings.TASKDECK["PUSH"]["ALLOW_PRIVATE"])
+    return conf.PUSH.allow_private
 
 
 def blocked(ip: IPAddress) -> bool:

@@ -39,12 +39,12 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
-from django.conf import settings
 from django.db import transaction
 from django.db.models import F, OuterRef, Q, Subquery
 from django.db.models.fields.json import KT
 from django.utils import timezone
 
+from a2a import conf
 from a2a.event_kinds import STATUS_KINDS, EventKind, is_agent_text
 from a2a.lifecycle import Dialect
 from a2a.models import TaskEvent
@@ -64,10 +64,6 @@ SCAN_BATCH = 500
 EVENT_ID_HEADER = "X-Taskdeck-Event-Id"
 TOKEN_HEADER = "X-A2A-Notification-Token"
 _last_sweep = 0.0
-
-
-def _settings() -> dict[str, Any]:
-    return settings.TASKDECK["PUSH"]
 
 
 def deliverable(kind: str, role: str | None) -> bool:
@@ -230,7 +226,7 @@ def sweep_now_and_then() -> int:
 
 
 def _lease_until() -> datetime:
-    return timezone.now() + timedelta(seconds=float(_settings()["TIMEOUT_SECONDS"]) * 4 + 10)
+    return timezone.now() + timedelta(seconds=conf.PUSH.timeout_seconds * 4 + 10)
 
 
 def _claim(config_pk: int) -> str | None:
@@ -341,8 +337,7 @@ def headers_for(config: PushConfig, event_id: int) -> dict[str, str]:
 
 
 def backoff(attempts: int) -> float:
-    cfg = _settings()
-    base, cap = float(cfg["BACKOFF_SECONDS"]), float(cfg["MAX_BACKOFF_SECONDS"])
+    base, cap = conf.PUSH.backoff_seconds, conf.PUSH.max_backoff_seconds
     return min(base * 2 ** max(attempts - 1, 0), cap)
 
 
@@ -389,7 +384,7 @@ def attempt(config: PushConfig, delivery: PushDelivery, token: str | None = None
         delivery.delivered_at = timezone.now()
         delivery.last_error = ""
         log.debug("push: event %s → config %s delivered", delivery.event_id, config.pk)
-    elif delivery.attempts >= int(_settings()["MAX_ATTEMPTS"]):
+    elif delivery.attempts >= conf.PUSH.max_attempts:
         delivery.status = PushDelivery.Status.ABANDONED
         delivery.last_error = (error or f"HTTP {status}")[:500]
         log.warning(
@@ -438,7 +433,7 @@ def post(url: str, headers: dict[str, str], body: dict[str, Any]) -> int:
     target = urlunsplit((scheme, f"{pinned}:{port}", parts.path or "/", parts.query, ""))
     headers = {**headers, "Host": parts.netloc}
     extensions = {"sni_hostname": host} if scheme == "https" else {}
-    seconds = float(_settings()["TIMEOUT_SECONDS"])
+    seconds = conf.PUSH.timeout_seconds
     content = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
 
     async def send() -> int:

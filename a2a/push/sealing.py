@@ -13,7 +13,6 @@ or rotating the secret key would make stored webhook secrets unreadable.
 from __future__ import annotations
 
 import base64
-import os
 from functools import cache
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
@@ -21,13 +20,14 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
 
+from a2a import conf
+
 PREFIX = "fernet:"  # a sealed value; anything else is a value stored before sealing
 
 
 @cache
 def _fernet() -> MultiFernet:
-    raw = [k.strip() for k in os.environ.get("TASKDECK_PUSH_SECRET_KEYS", "").split(",")]
-    keys = [Fernet(k.encode()) for k in raw if k]
+    keys = [Fernet(k.encode()) for k in conf.PROCESS.push_secret_keys]
     if not keys:
         derived = HKDF(
             algorithm=hashes.SHA256(), length=32, salt=None, info=b"taskdeck push secrets"

@@ -12,12 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from a2a import access
+from a2a import access, conf
 from a2a.errors import TaskNotFound, ValidationFailed
 from a2a.event_kinds import USER_MESSAGE_KINDS, is_user_message
 from a2a.models import Task, TaskEvent
@@ -71,7 +70,7 @@ class ConfigInput:
 
 
 def _limit() -> int:
-    return int(settings.TASKDECK["PUSH"]["MAX_CONFIGS_PER_TASK"])
+    return conf.PUSH.max_configs_per_task
 
 
 def _lock_task(task_id: str, actor: Actor | None) -> Task:

@@ -18,7 +18,7 @@ class RuntimeConfig(AppConfig):
         from django_tasks.signals import task_enqueued, task_finished, task_started
 
         from a2a import events, skills, work
-        from a2a.runtime import beats, doorbell, inline, registry, settle, wakeups
+        from a2a.runtime import beats, checks, doorbell, inline, registry, settle, wakeups  # noqa: F401 (checks)
 
         events.subscribe(wakeups.on_task_event)
         skills.register(registry.skills)

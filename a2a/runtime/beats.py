@@ -17,10 +17,10 @@ import os
 import threading
 from datetime import datetime, timedelta
 
-from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from a2a import conf
 from a2a.runtime.leases import WORKER_ID
 from a2a.runtime.models import WorkerBeat
 
@@ -31,11 +31,11 @@ _stop = threading.Event()
 
 
 def beat_seconds() -> float:
-    return float(settings.TASKDECK["RUNTIME"]["BEAT_SECONDS"])
+    return conf.RUNTIME.beat_seconds
 
 
 def dead_seconds() -> float:
-    return float(settings.TASKDECK["RUNTIME"]["DEAD_SECONDS"])
+    return conf.RUNTIME.dead_seconds
 
 
 def on_job_started(sender: object, task_result: object, **kwargs: object) -> None:

@@ -19,10 +19,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.conf import settings
 from django.db import transaction
 
-from a2a import selectors, services
+from a2a import conf, selectors, services
 from a2a.conditions import parse_conditions
 from a2a.lifecycle import TERMINAL, State
 from a2a.models import Suspension, Task
@@ -179,7 +178,7 @@ class AgentContext:
         agents use it to be watchable; a demo can slow one task down)."""
         pace = self.metadata.get("pace", 1)
         pace = pace if isinstance(pace, int | float) and 0 < pace <= 100 else 1
-        await asyncio.sleep(seconds * pace * float(settings.TASKDECK["RUNTIME"]["DELAY_SCALE"]))
+        await asyncio.sleep(seconds * pace * conf.RUNTIME.delay_scale)
 
     # --- steps ----------------------------------------------------------------------------------
 

@@ -13,11 +13,10 @@ import time
 from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import close_old_connections, transaction
 from django.utils import timezone
 
-from a2a import notify, selectors, services
+from a2a import conf, notify, selectors, services
 from a2a.errors import TaskError, TransitionRefused
 from a2a.formats import text_of
 from a2a.lifecycle import TERMINAL, State
@@ -93,13 +92,13 @@ def retry_later(task_id: str, exc: BaseException) -> str:
 
 
 def _hand_back(task_id: str, error: str) -> str:
-    cfg = settings.TASKDECK["RUNTIME"]
     with transaction.atomic():
         lease = RunLease.objects.select_for_update().filter(task_id=task_id).first()
         if lease is None or lease.owner not in ("", leases.WORKER_ID):
             return f"fault ({error}); the run is another worker's now"
         lease.faults += 1
-        delay = min(float(cfg["RETRY_SECONDS"]) * 2 ** (lease.faults - 1), cfg["RETRY_MAX_SECONDS"])
+        runtime = conf.RUNTIME
+        delay = min(runtime.retry_seconds * 2 ** (lease.faults - 1), runtime.retry_max_seconds)
         retry_at = timezone.now() + timedelta(seconds=delay)
         lease.owner, lease.expires_at = "", None
         lease.save(update_fields=["owner", "expires_at", "faults"])
@@ -169,8 +168,7 @@ async def _watch(
     interrupt_immediate, or the lease was lost; keep the lease alive meanwhile. A database
     that stops answering is ridden out for up to a third of the lease (the run then gives
     up and is retried: it could not prove it still owns the task)."""
-    cfg = settings.TASKDECK["RUNTIME"]
-    poll, beat_every = float(cfg["POLL_SECONDS"]), leases.lease_seconds() / 3
+    poll, beat_every = conf.RUNTIME.poll_seconds, leases.lease_seconds() / 3
     heartbeat = faults.in_db_thread(leases.heartbeat)
     watch_state = faults.in_db_thread(_watch_state)
     loop = asyncio.get_running_loop()

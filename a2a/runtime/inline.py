@@ -32,10 +32,10 @@ from contextlib import contextmanager
 from datetime import timedelta
 
 from asgiref.sync import SyncToAsync
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from a2a import conf
 from a2a.runtime import faults, leases, registry
 from a2a.runtime.models import RunLease
 
@@ -74,7 +74,7 @@ def take(task_id: str, skill: str) -> bool:
     blocking send wants it and its agent is inline, write its lease as held by this
     process (one slice claimed, no job) and return True; else False (queue a job)."""
     taken = _TAKEN.get()
-    if taken is None or not settings.TASKDECK["RUNTIME"].get("INLINE", True):
+    if taken is None or not conf.RUNTIME.inline:
         return False
     agent = registry.get(skill)
     if agent is None or not agent.inline:

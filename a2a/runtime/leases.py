@@ -15,11 +15,11 @@ import socket
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from a2a import conf
 from a2a.lifecycle import State
 from a2a.models import Task
 from a2a.prepared import Prepared
@@ -30,7 +30,7 @@ WORKER_ID = f"{socket.gethostname()}:{os.getpid()}"
 
 
 def lease_seconds() -> float:
-    return float(settings.TASKDECK["RUNTIME"]["LEASE_SECONDS"])
+    return conf.RUNTIME.lease_seconds
 
 
 def claim(task_id: str, worker: str = WORKER_ID) -> int | None:

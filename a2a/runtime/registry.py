@@ -11,7 +11,7 @@ from functools import cache
 from importlib import import_module
 from typing import Any
 
-from django.conf import settings
+from a2a import conf
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class Agent:
 @cache
 def agents() -> dict[str, Agent]:
     found: dict[str, Agent] = {}
-    for path in settings.TASKDECK["AGENTS"]:
+    for path in conf.TASKDECK.agents:
         module = import_module(path)
         agent = Agent(skill=module.SKILL, run=module.run, inline=getattr(module, "INLINE", False))
         found[agent.id] = agent

@@ -11,14 +11,13 @@ import logging
 import time
 from datetime import datetime, timedelta
 
-from django.conf import settings
 from django.db import close_old_connections, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 from django_tasks import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 
-from a2a import periodic, services, skills
+from a2a import conf, periodic, services, skills
 from a2a.models import Suspension
 from a2a.runtime import beats, leases
 from a2a.runtime.faults import discard_connections, is_infrastructure
@@ -53,7 +52,7 @@ def recover_runs(*, trust_beats: bool = False) -> int:
     worker's claim succeeds at once. `enqueue` queues nothing while a job already waits
     for the task: the scheduler can look every tick without flooding the queue."""
     now = timezone.now()
-    requeue_after = timedelta(seconds=float(settings.TASKDECK["RUNTIME"]["REQUEUE_SECONDS"]))
+    requeue_after = timedelta(seconds=conf.RUNTIME.requeue_seconds)
     dead = beats.dead_workers(now) if trust_beats else set()
     stale = Q(owner__gt="", expires_at__lt=now) | Q(owner__in=dead)
     lost = Q(owner="", enqueued_at__lt=now - requeue_after) & ~Q(wakeups=F("served"))
@@ -173,7 +172,7 @@ def tick(health: Health | None = None) -> tuple[int, int]:
             log.info("scheduler: %d job rows of dead workers marked failed", reclaimed)
         if time.monotonic() - health.pruned_at >= PRUNE_EVERY_SECONDS:
             health.pruned_at = time.monotonic()
-            prune(float(settings.TASKDECK["RUNTIME"]["JOB_RETENTION_HOURS"]))
+            prune(conf.RUNTIME.job_retention_hours)
     except Exception:
         health.broken()
         raise

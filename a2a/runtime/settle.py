@@ -17,8 +17,8 @@ from __future__ import annotations
 import asyncio
 
 from channels.db import database_sync_to_async
-from django.conf import settings
 
+from a2a import conf
 from a2a.lifecycle import PAUSED, TERMINAL, WAITING_FOR_INPUT
 from a2a.notify import Listener, group_name
 from a2a.prepared import Prepared
@@ -51,7 +51,7 @@ async def until_settled(task_id: str, timeout: float | None = None) -> bool:
     A run of the task in this process (an inline agent's, a2a.runtime.inline) is waited
     for itself first: no announcement or poll needed unless work is left after it."""
     if timeout is None:
-        timeout = float(settings.TASKDECK.get("BLOCKING_SEND_SECONDS", 25))
+        timeout = conf.TASKDECK.blocking_send_seconds
     check = database_sync_to_async(settled, thread_sensitive=False)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout

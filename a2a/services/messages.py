@@ -27,9 +27,9 @@ from datetime import timedelta
 from functools import partial
 from typing import Any, Literal
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from a2a import conf
 from a2a.errors import ValidationFailed
 from a2a.input_requests import RESPONSE_TYPE
 from a2a.lifecycle import TERMINAL, State
@@ -183,7 +183,7 @@ def _new(
     return create_task(
         message,
         actor=actor,
-        skill=skill or settings.TASKDECK["DEFAULT_SKILL"],
+        skill=skill or conf.TASKDECK.default_skill,
         context_id=context_id,
         metadata=metadata,
         origin=origin,

@@ -16,7 +16,7 @@ from django.db import transaction
 from a2a.conditions import Conditions
 from a2a.errors import StaleHandle, ValidationFailed
 from a2a.event_kinds import EventKind
-from a2a.lifecycle import Action, Dialect, State, move, resume_target
+from a2a.lifecycle import Action, Dialect, move, resume_target
 from a2a.models import Suspension, Task
 from a2a.services import checks
 from a2a.services._core import Actor, current_suspension, lock, now, record, set_state
@@ -314,7 +314,3 @@ def expire_suspension(handle: str, *, actor: Actor) -> Task | None:
             cause=Suspension.Cause.TIMEOUT,
             reason=f"deadline passed ({on_timeout})",
         ).task
-
-
-def is_paused(task: Task) -> bool:
-    return task.state in (State.PAUSED_BY_CLIENT, State.PAUSED_BY_AGENT)

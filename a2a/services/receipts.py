@@ -27,10 +27,9 @@ import time
 from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
 from django.utils import timezone
 
-from a2a import access
+from a2a import access, conf
 from a2a.errors import TaskNotFound, ValidationFailed
 from a2a.models import MessageReceipt, Task
 from a2a.prepared import Prepared
@@ -45,7 +44,7 @@ _last_prune = float("-inf")
 
 def window() -> timedelta | None:
     """How long a receipt counts; None when idempotent sends are off."""
-    hours = float(settings.TASKDECK.get("IDEMPOTENCY_HOURS", 24))
+    hours = conf.TASKDECK.idempotency_hours
     return timedelta(hours=hours) if hours > 0 else None
 
 
@@ -96,7 +95,7 @@ def first_task(receipt: MessageReceipt, content: str, actor: Actor) -> Task:
     """The task the first send went to, as it is now; refuses a different message under a
     used messageId (the client reused an id: doing nothing would lose its message)."""
     if receipt.digest != content:
-        hours = float(settings.TASKDECK.get("IDEMPOTENCY_HOURS", 24))
+        hours = conf.TASKDECK.idempotency_hours
         raise ValidationFailed(
             {
                 "message.messageId": [

@@ -152,7 +152,9 @@ class Taskdeck:
             TASKDECK_DEBUG="0",
             # the kits send no key; they need to send, read, cancel, push and subscribe
             TASKDECK_ANONYMOUS_SCOPES="read,write,agent",
-            # the scripted agent that follows the kits' message ids (a2a/runtime/agents/tck.py)
+            # the scripted agent that follows the kits' message ids (a2a/runtime/agents/tck.py):
+            # offered only here (and in the test suite), the default skill of the kits' tasks
+            TASKDECK_EXTRA_AGENTS="a2a.runtime.agents.tck",
             TASKDECK_DEFAULT_SKILL="tck",
             # the kits' webhook receivers listen on localhost
             TASKDECK_PUSH_ALLOW_PRIVATE="1",

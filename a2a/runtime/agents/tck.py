@@ -1,8 +1,10 @@
 """The scripted agent the A2A conformance kit (a2aproject/a2a-tck) drives by message-id
 prefix. 1.0 kit ids start with `tck-` (its scenarios/*.feature); the 0.3 kit sends other
 ids and expects the task to stay `working` so it can follow up, cancel and read history.
-Select it with metadata.skill "tck", or make it the default (TASKDECK_DEFAULT_SKILL=tck)
-for a conformance run. Real delays (not scaled): the kit measures them.
+No deployment offers it unless asked: the conformance runner adds it
+(TASKDECK_EXTRA_AGENTS=a2a.runtime.agents.tck, tests/conformance/run_kits.py) and makes it
+the default skill (TASKDECK_DEFAULT_SKILL=tck); the test suite adds it in tests/settings.py.
+Real delays (not scaled): the kit measures them.
 """
 
 from __future__ import annotations

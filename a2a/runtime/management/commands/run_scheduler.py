@@ -2,9 +2,9 @@
 
 import signal
 
-from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from a2a import conf
 from a2a.runtime import scheduler
 
 
@@ -19,7 +19,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--interval",
             type=float,
-            default=float(settings.TASKDECK["RUNTIME"]["SCHEDULER_INTERVAL"]),
+            default=conf.RUNTIME.scheduler_interval,
             help="seconds between sweeps",
         )
 
