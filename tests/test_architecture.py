@@ -1,4 +1,4 @@
-"""The rules of the house that imports can show (ARCHITECTURE.md): one core, many doors;
+"""The rules of the house that imports can show (docs/design/house-rules.md): one core, many doors;
 dependencies point inward; doors never import each other. Read from the source (every
 import statement, function-level ones included), so a shortcut cannot hide in a function.
 """
