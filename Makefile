@@ -128,7 +128,8 @@ test: $(STAMP)
 	  echo "PostgreSQL not reachable: skipped the PostgreSQL run"; fi
 
 # Browser tests run in their own pytest process: sync Playwright keeps an event loop in
-# the main thread, which the async and ORM tests must not share (STACK-NOTES.md).
+# the main thread, which the async and ORM tests must not share
+# (docs/design/platform-facts.md, D77).
 test-sqlite: $(STAMP) interop-venv acp-peers test-tools
 	$(VENV)/bin/pytest -p no:cacheprovider tests --ignore=tests/browser
 	$(VENV)/bin/pytest -p no:cacheprovider tests/browser

@@ -1,6 +1,6 @@
 """Resume conditions: parse and validate, match an incoming event, compute a deadline.
 
-Shape (PROTOCOL.md §2, after Harn's parse_resume_conditions; unknown keys are refused):
+Shape (docs/design/a2a-surface.md, D26, after Harn's parse_resume_conditions; unknown keys refused):
 
     {"onEvent": "ci.build.completed:1234",
      "trigger": {"event": "deploy.finished", "match": {"env": "prod"}},

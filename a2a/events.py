@@ -1,7 +1,7 @@
 """The subscriber registry: how the rest of Taskdeck hears about task changes.
 
 `a2a` imports nobody; others (the AG-UI projector, the runtime, streams) register here in
-their AppConfig.ready(). Two phases, per rule 3 of ARCHITECTURE.md:
+their AppConfig.ready(). Two phases, per docs/design/house-rules.md, D3:
 
 - in-transaction subscribers run inside the writer's transaction, so what they write commits
   or rolls back with the change (the projection's view rows);

@@ -1,4 +1,4 @@
-"""Structured input requests and the validation of their answers (PROTOCOL.md §3).
+"""Structured input requests and the validation of their answers (docs/design/input-requests.md).
 
 An agent asks with a DataPart {type: "a2a.input.request", requestId, title?, description?,
 fields?, metadata?}; the answer is a DataPart {type: "a2a.input.response", requestId,

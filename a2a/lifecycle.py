@@ -1,4 +1,4 @@
-"""The task state machine of PROTOCOL.md §1, as data.
+"""The task state machine of docs/design/task-states.md, as data.
 
 Pure Python on purpose: no Django import, so the table can be read, printed and tested
 exhaustively without a database. `a2a.services` asks this module whether a move is allowed
@@ -44,7 +44,7 @@ class Action(StrEnum):
 
 
 class Dialect(StrEnum):
-    """Pause dialects: the RFC (default) and Bindu's extension (seed 003)."""
+    """Pause dialects: the RFC (default) and Bindu's extension (docs/design/bindu-dialect.md)."""
 
     RFC = "rfc"
     BINDU = "bindu"
@@ -58,7 +58,7 @@ WAITING_FOR_INPUT: frozenset[State] = frozenset({State.INPUT_REQUIRED, State.AUT
 ACTIVE: frozenset[State] = frozenset(State) - TERMINAL
 
 # A resume goes back to the state remembered at pause time when it is one of these,
-# otherwise to `working` (PROTOCOL.md §1: Bindu may pause an input-required task).
+# otherwise to `working` (docs/design/task-states.md, D11: Bindu may pause an input-required task).
 RESUMABLE_TO: frozenset[State] = frozenset({State.WORKING, State.INPUT_REQUIRED})
 
 
@@ -95,7 +95,8 @@ _COMMON: dict[Action, dict[State, Move]] = {
 
 _PAUSE: dict[Dialect, dict[State, Move]] = {
     # RFC: pausing a client-paused task is idempotent; pausing an agent-parked task is an
-    # operator hold (its conditions stop firing). No input-required -> paused move (seed 000).
+    # operator hold (its conditions stop firing). No input-required -> paused move
+    # (docs/design/task-states.md, D11, D12).
     Dialect.RFC: {
         State.SUBMITTED: Move(State.PAUSED_BY_CLIENT),
         State.WORKING: Move(State.PAUSED_BY_CLIENT),
@@ -103,7 +104,7 @@ _PAUSE: dict[Dialect, dict[State, Move]] = {
         State.PAUSED_BY_CLIENT: Move(State.PAUSED_BY_CLIENT, noop=True),
     },
     # Bindu: pausable states are exactly submitted, working, input-required; a second pause
-    # is an error (BINDU-CASES rows 1-7).
+    # is an error (docs/design/bindu-dialect.md, rows 1-7).
     Dialect.BINDU: {
         State.SUBMITTED: Move(State.PAUSED_BY_CLIENT),
         State.WORKING: Move(State.PAUSED_BY_CLIENT),

@@ -1,6 +1,6 @@
 """The A2A task model and nothing else.
 
-Rows are written only by `a2a.services` (rule 1 of ARCHITECTURE.md). History rows
+Rows are written only by `a2a.services` (docs/design/house-rules.md, D1). History rows
 (Message, Suspension, TaskEvent) are appended, never rewritten, except a Suspension's
 "how it ended" columns, which are filled exactly once.
 """
@@ -45,7 +45,8 @@ class Task(models.Model):
     )
     status_timestamp = models.DateTimeField()
     metadata = models.JSONField(default=dict, blank=True)
-    # The open input request (PROTOCOL.md §3) answers are validated against; null otherwise.
+    # The open input request (docs/design/input-requests.md, D40) answers are validated
+    # against; null otherwise.
     input_request = models.JSONField(null=True, blank=True)
     input_request_count = models.PositiveIntegerField(default=0)
     # Last progress the agent reported: {"done": n, "total": m} or null.

@@ -1,5 +1,6 @@
 """Reads (HackSoft's "selectors"): tasks with their history, artifacts and open suspension,
-in a constant number of queries whatever the history length or page size (rule 6)."""
+in a constant number of queries whatever the history length or page size
+(docs/design/house-rules.md, D6)."""
 
 from __future__ import annotations
 

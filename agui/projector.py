@@ -1,8 +1,8 @@
 """TaskEvent → view rows + AG-UI events, inside the A2A writer's transaction.
 
 Registered in AguiConfig.ready() as an in-transaction subscriber: what it writes commits
-or rolls back with the change, so the view never drifts from the tasks (rule 3/4 of
-ARCHITECTURE.md). Each change yields:
+or rolls back with the change, so the view never drifts from the tasks
+(docs/design/house-rules.md, D3 and D4). Each change yields:
 - one STATE_DELTA (RFC 6902) with the ops that turn the old view entry into the new one,
   plus pendingInterrupts additions/removals — its size depends on one task, never on how
   many tasks the view holds;

@@ -1,7 +1,8 @@
 """A task's story for the detail page: messages, state changes, pauses and resumes with
 their causes, input requests and decisions, artifacts and progress, in the order they
 happened. Built from TaskEvent (the spine) joined in memory with Message, Suspension,
-Interrupt and Artifact rows: six queries whatever the history's length (rule 6)."""
+Interrupt and Artifact rows: six queries whatever the history's length
+(docs/design/house-rules.md, D6)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The rules of the house that the source can show (docs/architecture.md): one core, many
-doors; dependencies point inward; doors never import each other; one write path.
+"""The rules of the house that the source can show (docs/architecture.md and
+docs/design/house-rules.md): one core, many doors; dependencies point inward; doors never
+import each other; one write path.
 
 Read from the source, every module of a2a, agui and dashboard (migrations aside):
 

@@ -262,7 +262,7 @@ class Door:
     async def resume_session(self, req: s.ResumeSessionRequest, raw: dict) -> dict:
         """Stable `session/resume`: reattach without replay. With the seed's fields
         (`handle`, `input`, `continueTranscript`, at the root or in `_meta`) it also resumes
-        the session's suspended task — and only then (ACP.md decision 4)."""
+        the session's suspended task — and only then (docs/design/acp-door.md, D64)."""
         meta = req.field_meta or {}
         seed = {
             k: raw[k] if k in raw else meta[k] for k in SEED_RESUME_FIELDS if k in raw or k in meta

@@ -1,5 +1,6 @@
-"""Domain errors as ACP JSON-RPC errors (ACP.md decision 8; PROTOCOL.md §2 where the
-meaning is the same). `error.data` explains in words and names fields, never a traceback."""
+"""Domain errors as ACP JSON-RPC errors, with A2A's codes where the meaning is the same
+(docs/design/acp-door.md, D68; docs/design/a2a-surface.md, D24). `error.data` explains in
+words and names fields, never a traceback."""
 
 from __future__ import annotations
 

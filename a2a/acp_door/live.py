@@ -6,7 +6,7 @@ One follower per attached session reads the context's TaskEvent log after per-ta
 cursors (a2a.acp_door.updates) — woken by the task's channel-layer group (a2a.notify), or
 at the latest every ACP POLL_SECONDS — so a change made anywhere (a worker, the dashboard,
 an A2A client, another editor) reaches the editor, and updates keep coming between turns
-(work that continues after a resume; ACP.md decision 6).
+(work that continues after a resume; docs/design/acp-door.md, D66).
 
 A turn (`session/prompt`) ends when its task:
 - completes, fails or times out → end_turn (rejected → refusal, canceled → cancelled);
@@ -307,7 +307,7 @@ class LiveSession:
         except (RequestError, TimeoutError, ConnectionError) as exc:
             log.info("session/await_resumption not taken: %r", exc)
 
-    # --- questions (ACP.md decision 7) --------------------------------------------------
+    # --- questions (docs/design/acp-door.md, D67) ----------------------------------------
 
     async def _ask(self, turn: Turn, fact: Fact, request: dict[str, Any]) -> None:
         request_id = request.get("requestId", "")

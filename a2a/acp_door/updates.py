@@ -4,8 +4,9 @@ One pure function of the log decides what a client sees, live or on `session/loa
 replay is the same every time and the same as what was first seen (live sessions add only
 what a client must not see twice: permission requests and forms, which are questions,
 not history). Standard kinds only, unless the client opted in to the seed's
-`suspended` / `resumed` kinds (ACP.md decision 5): a standard client gets the same facts as
-an `agent_message_chunk` line and `session_info_update._meta`, never an unknown kind.
+`suspended` / `resumed` kinds (docs/design/acp-door.md, D65): a standard client gets the same
+facts as an `agent_message_chunk` line and `session_info_update._meta`, never an
+unknown kind.
 
 Mapping (UPDATES, one line per kind; tool call ids are stable: `task-<taskId>`,
 `artifact-<eventId>`): created → tool_call (pending) · started → tool_call_update
@@ -32,7 +33,7 @@ from a2a.formats import text_of, ts
 from a2a.input_requests import REQUEST_TYPE, find_data_part
 from a2a.models import Artifact, Message, Task, TaskEvent
 
-SUSPEND_META = "taskdeck/suspend"  # the _meta key of the seed's facts (ACP.md decision 3)
+SUSPEND_META = "taskdeck/suspend"  # the seed's _meta key (docs/design/acp-door.md, D63)
 TASK_META = "taskdeck"
 ARTIFACT_TEXT_CHARS = 4000
 

@@ -3,10 +3,11 @@
 Order of checks, each with its own answer: authentication (HTTP 401), body size (413),
 JSON (-32700), envelope (-32600), method (-32601), then what every binding checks alike
 (`a2a.protocol.calls.decide`: version, scope (HTTP 403), params (-32602), the handler,
-whose domain errors map to the codes of PROTOCOL.md §2). The view is async so that streams
-and blocking sends wait in the event loop, not in a thread; the checks and the handler run
-together in one worker thread per call (thread_sensitive=False), so concurrent requests
-really are concurrent and the row locks in `a2a.services` decide who wins.
+whose domain errors map to the codes of docs/design/a2a-surface.md, D24). The view is
+async so that streams and blocking sends wait in the event loop, not in a thread; the
+checks and the handler run together in one worker thread per call
+(thread_sensitive=False), so concurrent requests really are concurrent and the row locks
+in `a2a.services` decide who wins.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """One A2A call, whatever binding carried it: the checks every binding makes, then the method.
 
 A binding (JSON-RPC, HTTP+JSON, gRPC) parses its own envelope, authenticates the caller and
-names the method; `decide` does the rest the same way for all of them, in the order
-PROTOCOL.md §2 gives (version, scope, storable params, the method's params, the handler),
-and answers one of:
+names the method; `decide` does the rest the same way for all of them, in one order
+(version, scope, storable params, the method's params, the handler: docs/protocol.md,
+"The three A2A 1.0 bindings"), and answers one of:
 
 - `Answer`: the result in the wire version of the method (1.0 methods answer 1.0 shapes);
 - `ProtocolError`: the refusal (each binding renders it: a JSON-RPC error, an AIP-193

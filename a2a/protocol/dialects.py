@@ -1,6 +1,6 @@
-"""Which pause dialect a request speaks (PROTOCOL.md §2): Bindu's when it names its
-extension in `X-A2A-Extensions`, when it addresses the task as `task_id`, or when the
-server is set to Bindu; the RFC's otherwise."""
+"""Which pause dialect a request speaks (docs/design/bindu-dialect.md, D30): Bindu's
+when it names its extension in `X-A2A-Extensions`, when it addresses the task as
+`task_id`, or when the server is set to Bindu; the RFC's otherwise."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A2A errors, shared by the three bindings (PROTOCOL.md §2; A2A 1.0 §5.4).
+"""A2A errors, shared by the three bindings (docs/design/a2a-surface.md, D24; A2A 1.0 §5.4).
 
 One error, three renderings: the JSON-RPC code is its identity (`code`); the HTTP+JSON
 binding answers `REST_STATUS` and the gRPC binding `GRPC_STATUS` for it, and all of them

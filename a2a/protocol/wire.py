@@ -1,6 +1,6 @@
 """Tasks, messages and pause records in A2A 0.3 wire form (and Bindu's variant).
 
-Rule 5 of ARCHITECTURE.md: wire formats live here, at the edge; the core speaks models.
+docs/design/house-rules.md, D5: wire formats live here, at the edge; the core speaks models.
 """
 
 from __future__ import annotations

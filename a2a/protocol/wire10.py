@@ -1,10 +1,11 @@
 """A2A 1.0 wire format, converted from the 0.3 dicts that `wire.py` builds.
 
 1.0 (ProtoJSON of `lf.a2a.v1`): no `kind`, states `TASK_STATE_*` (Taskdeck's paused states
-become `TASK_STATE_PAUSED_BY_CLIENT` / `TASK_STATE_PAUSED_BY_AGENT`, PROTOCOL.md §2), roles
-`ROLE_*`, parts by which member is present ({"text"}, {"raw", "mediaType", "filename"},
-{"url", ...}, {"data"}), stream events wrapped as {"task"} / {"statusUpdate"} /
-{"artifactUpdate"} / {"message"} without `final`, SendMessage results as {"task"}.
+become `TASK_STATE_PAUSED_BY_CLIENT` / `TASK_STATE_PAUSED_BY_AGENT`,
+docs/design/a2a-surface.md, D20), roles `ROLE_*`, parts by which member is present
+({"text"}, {"raw", "mediaType", "filename"}, {"url", ...}, {"data"}), stream events wrapped
+as {"task"} / {"statusUpdate"} / {"artifactUpdate"} / {"message"} without `final`,
+SendMessage results as {"task"}.
 Params arrive in camelCase or snake_case (ProtoJSON accepts both); `params_to_03` turns
 them into the 0.3 shapes the serializers validate.
 """

@@ -1,4 +1,4 @@
-"""The only code that changes a task (rule 1 of ARCHITECTURE.md).
+"""The only code that changes a task (docs/design/house-rules.md, D1).
 
 One function per action. Each runs in `transaction.atomic()`, locks the task row, asks
 `a2a.lifecycle` whether the move is allowed, writes, appends its TaskEvent and publishes it.

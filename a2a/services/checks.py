@@ -112,9 +112,10 @@ def identifier(value: Any, field: str) -> str:
 
 def resume_input_spec(metadata: dict[str, Any]) -> dict[str, Any]:
     """A pause's `metadata.resumeInput` — what input the pausing side expects back, as
-    `{"fields": [...]}` in the input requests' field shape (PROTOCOL.md §3) — checked and
-    made canonical; `metadata` unchanged when it has none. Dashboards draw a typed resume
-    form from it; a resume that brings input is validated against it (resume_input)."""
+    `{"fields": [...]}` in the input requests' field shape (docs/design/input-requests.md,
+    D40) — checked and made canonical; `metadata` unchanged when it has none. Dashboards
+    draw a typed resume form from it; a resume that brings input is validated against it
+    (resume_input)."""
     if "resumeInput" not in metadata:
         return metadata
     spec = metadata["resumeInput"]

@@ -1,4 +1,5 @@
-"""Structured input requests (`input-required`) and their answers (PROTOCOL.md §3)."""
+"""Structured input requests (`input-required`) and their answers:
+docs/design/input-requests.md."""
 
 from __future__ import annotations
 

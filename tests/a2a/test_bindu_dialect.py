@@ -1,5 +1,5 @@
-"""Bindu's pause/resume dialect over real HTTP, one or more tests per row of
-shared/design/BINDU-CASES.md (seed 003, PROTOCOL.md §2 "Bindu dialect")."""
+"""Bindu's pause/resume dialect over real HTTP, one or more tests per row of the table
+in docs/design/bindu-dialect.md (D30, D31 and rows 1-20)."""
 
 import uuid
 from datetime import UTC, datetime
@@ -199,8 +199,8 @@ def test_row_09_resume_unknown_task_is_not_found(rpc, make_task, unchanged, miss
 
 
 NOT_SUSPENDED = ["working", "submitted", "completed", "canceled", "rejected"]
-# Beyond the row's list: every other state that is not suspended (seed 003: "not in
-# `suspended` state").
+# Beyond the row's list: every other state that is not suspended (Bindu's documentation:
+# "not in `suspended` state").
 ALSO_NOT_SUSPENDED = ["failed", "input-required", "auth-required"]
 
 

@@ -1,5 +1,6 @@
-"""Resume conditions (PROTOCOL.md §2, `conditions` / `resumeWhen`): parsing, the canonical
-stored form, deadlines, refusals with their exact error paths, and event matching."""
+"""Resume conditions (docs/design/a2a-surface.md, D26: `conditions` / `resumeWhen`): parsing,
+the canonical stored form, deadlines, refusals with their exact error paths, and event
+matching."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Structured input requests and their answers (PROTOCOL.md §3): an agent's request is
-validated when it is made, and an answer is validated against the request's fields before the
-task goes back to work, so a bad answer is refused instead of killing the run."""
+"""Structured input requests and their answers (docs/design/input-requests.md): an agent's request
+is validated when it is made, and an answer is validated against the request's fields
+before the task goes back to work, so a bad answer is refused instead of killing the run."""
 
 from __future__ import annotations
 

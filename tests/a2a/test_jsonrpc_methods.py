@@ -1,4 +1,5 @@
-"""The JSON-RPC methods over real HTTP, in the RFC pause dialect (PROTOCOL.md §1-3, seed 000).
+"""The JSON-RPC methods over real HTTP, in the RFC pause dialect (docs/design/task-states.md,
+a2a-surface.md, input-requests.md).
 
 These tests never send `task_id`: that name selects the Bindu dialect, which has its own tests.
 Every error case runs inside `unchanged()`; where possible its task is in a state in which a
@@ -581,7 +582,7 @@ def test_resume_records_continue_transcript(rpc, make_task, continue_transcript)
     assert Suspension.objects.get(handle=handle).continue_transcript is continue_transcript
 
 
-# --- input requests (PROTOCOL.md §3) -------------------------------------------------------
+# --- input requests (docs/design/input-requests.md) ----------------------------------------
 
 
 def test_input_request_is_shown_in_the_status_message(rpc, make_task):

@@ -1,4 +1,5 @@
-"""The task state machine, checked pair by pair against PROTOCOL.md §1 and BINDU-CASES.md.
+"""The task state machine, checked pair by pair against docs/design/task-states.md and
+docs/design/bindu-dialect.md.
 
 The expected table below is written out by hand from the documents, not read from
 `a2a.lifecycle`, so a wrong entry in the module's tables shows up as a failing case.
@@ -40,7 +41,8 @@ NON_TERMINAL_NAMES = (
     "paused-by-agent",
 )
 
-# PROTOCOL.md §1, "action | from | to", for every action that is the same in both dialects.
+# The table of docs/design/task-states.md, D10, for every action that is the same in both
+# dialects.
 COMMON: dict[str, dict[str, str]] = {
     "start": {"submitted": "working"},
     "request_input": {"working": "input-required"},
@@ -58,15 +60,17 @@ COMMON: dict[str, dict[str, str]] = {
 # Pause differs by dialect.
 PAUSE: dict[str, dict[str, str]] = {
     # RFC: submitted, working, paused-by-agent -> paused-by-client; a second client pause is
-    # an idempotent success; input-required / auth-required are refused (seed 000).
+    # an idempotent success; input-required / auth-required are refused
+    # (docs/design/task-states.md, D11, D12).
     "rfc": {
         "submitted": "paused-by-client",
         "working": "paused-by-client",
         "paused-by-agent": "paused-by-client",
         "paused-by-client": NOOP,
     },
-    # Bindu: exactly submitted, working, input-required (BINDU-CASES rows 1-3);
-    # already suspended (row 7), auth-required (row 6) and terminal (row 5) are -32040.
+    # Bindu: exactly submitted, working, input-required (docs/design/bindu-dialect.md,
+    # rows 1-3); already suspended (row 7), auth-required (row 6) and terminal (row 5) are
+    # -32040.
     "bindu": {
         "submitted": "paused-by-client",
         "working": "paused-by-client",
@@ -189,8 +193,9 @@ def test_transition_refused_defaults_and_coerces_strings():
     ],
 )
 def test_resume_target(paused_from, target: str):
-    """A task paused from input-required goes back to waiting (BINDU-CASES row 19); a task
-    paused before it started, or while parked, resumes to work."""
+    """A task paused from input-required goes back to waiting (docs/design/bindu-dialect.md,
+    row 19; task-states.md, D11); a task paused before it started, or while parked, resumes
+    to work."""
     assert resume_target(paused_from) is State(target)
 
 

@@ -1,5 +1,5 @@
 """tasks/get and tasks/list cost a constant number of queries, whatever the history
-length or page size (rule 6 of ARCHITECTURE.md)."""
+length or page size (docs/design/house-rules.md, D6)."""
 
 from __future__ import annotations
 

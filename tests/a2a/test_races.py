@@ -1,5 +1,5 @@
-"""Concurrent actions on one task serialise (PROTOCOL.md §1): real threads, each with its
-own database connection, released together by a barrier."""
+"""Concurrent actions on one task serialise (docs/design/task-states.md, D14): real threads,
+each with its own database connection, released together by a barrier."""
 
 from __future__ import annotations
 

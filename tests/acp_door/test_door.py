@@ -211,7 +211,7 @@ def test_resume_rules_stale_handle_not_suspended_and_plain_reattach(open_peer, a
                 {"sessionId": sid, "cwd": CWD, "handle": handle, "continueTranscript": "no"},
             )
         assert stale.code == -32012 and stale.data["handle"] == "suspend-old"
-        assert "_meta" not in plain  # a reconnect lifts nothing (ACP.md decision 4)
+        assert "_meta" not in plain  # a reconnect lifts nothing (docs/design/acp-door.md, D64)
         assert bad.code == -32602 and "continueTranscript" in bad.data["errors"]
         assert Task.objects.get(pk=task.id).state == "paused-by-client"
         peer.call("session/resume", {"sessionId": sid, "cwd": CWD, "_meta": {"handle": handle}})

@@ -1,5 +1,5 @@
 """A test peer: an ACP agent, written with the official Python SDK (`agent-client-protocol`),
-that implements seed 004's suspend RFC from the agent's side. tests/runtime/test_acp_host.py
+that implements the ACP suspend RFC from the agent's side. tests/runtime/test_acp_host.py
 hosts it under Taskdeck's supervisor (a2a/acp_host) as a real process over stdio.
 
 Run as `python rfc_agent.py` with RFC_AGENT_STATE_DIR set (and RFC_AGENT_NO_RESUME=1 to
