@@ -44,10 +44,13 @@ from agui.models import AguiEvent, Interrupt
 log = logging.getLogger(__name__)
 
 
-def _bundle(actor: Actor | None) -> tuple[selectors.Window, list[Interrupt]]:
-    """The opening snapshot, within the byte budget, and the activities of its tasks."""
+def _bundle(actor: Actor | None) -> tuple[int, selectors.Window, list[Interrupt]]:
+    """The opening snapshot, within the byte budget, and the activities of its tasks; first
+    the newest log row id, read before the snapshot, so every row up to it had committed
+    when the snapshot was read (on SQLite always; on PostgreSQL but for a late commit)."""
+    top = fanout.newest_id()
     window = selectors.window(max_bytes=view.limits().snapshot_bytes, visible_to=actor)
-    return window, selectors.pending_activities(window.versions, visible_to=actor)
+    return top, window, selectors.pending_activities(window.versions, visible_to=actor)
 
 
 def _touches(task_id: str, events: list[dict], op: str) -> bool:
@@ -140,9 +143,10 @@ class ViewConsumer(AsyncWebsocketConsumer):
 
     async def resync(self) -> None:
         """A fresh snapshot; what was queued before it is dropped by version."""
-        window, activities = await database_sync_to_async(_bundle)(self.who)
+        top, window, activities = await database_sync_to_async(_bundle)(self.who)
         self.versions: dict[str, int] = window.versions  # the tasks this socket holds
         self.truncated = window.truncated
+        self.decided = top  # rows up to here: the snapshot holds their task, or cut it
         await self._send(StateSnapshotEvent(snapshot=window.snapshot).model_dump(by_alias=True))
         for interrupt in activities:
             event = ActivitySnapshotEvent(
@@ -189,13 +193,19 @@ class ViewConsumer(AsyncWebsocketConsumer):
 
     async def _deliver(self, rows: list[tuple]) -> None:
         changes: dict[tuple[str, int], list[dict]] = {}  # one change = one task version
-        for _, task_id, version, _, event in await self._visible(rows):
+        last_id: dict[tuple[str, int], int] = {}
+        for row_id, task_id, version, _, event in await self._visible(rows):
             changes.setdefault((task_id, version), []).append(event)
+            last_id[task_id, version] = row_id
         sent_all = True
         for (task_id, version), events in changes.items():
             known = self.versions.get(task_id)
             if known is not None and version <= known:
                 continue  # already in the snapshot, or sent
+            if known is None and self.truncated and last_id[task_id, version] <= self.decided:
+                # committed before the snapshot was read, which cut this task: the reader
+                # (fanout.Tailer) may hand it over late, under load, and it is not "new"
+                continue
             if known is None and _touches(task_id, events, "add"):
                 expected = version  # enters the view now: the add carries the whole entry
             elif known is None:

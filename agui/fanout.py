@@ -48,13 +48,15 @@ def _rows_after(low: int) -> list[tuple[int, str, int, str, dict]]:
     )
 
 
-def _top() -> int:
+def newest_id() -> int:
+    """The id of the newest row of the log (0 when empty): a socket reads it before its
+    snapshot, so it can tell rows its snapshot already decided on (consumers.py)."""
     return AguiEvent.objects.order_by("-id").values_list("id", flat=True).first() or 0
 
 
 def _start() -> tuple[int, list[int]]:
     """The newest row id, and the ids of the committed rows in the window behind it."""
-    top = _top()
+    top = newest_id()
     return top, list(AguiEvent.objects.filter(id__gt=top - WINDOW).values_list("id", flat=True))
 
 

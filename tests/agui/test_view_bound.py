@@ -12,6 +12,7 @@ ordinary ones do, and each test stays within seconds.
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 from django.conf import settings
@@ -181,3 +182,32 @@ def test_finished_tasks_leave_the_view_by_a_remove_delta(ws_url, api_key, make_t
                 later.close()
         finally:
             client.close()
+
+
+@pytest.mark.asyncio
+async def test_a_cut_socket_takes_no_task_it_was_cut_from_when_the_reader_hands_it_over_late():
+    """The process's log reader (fanout.Tailer) may hand a socket rows that committed before
+    the socket read its snapshot (under load it reads them late). A socket whose snapshot
+    was cut must not take the creation of a task it was cut from as a new task (CI once
+    saw a cut board show a task it had cut); a task created after the snapshot is new."""
+    from agui.consumers import ViewConsumer
+    from agui.view import task_path
+
+    sent: list[dict] = []
+    socket = ViewConsumer()
+    socket.who = SimpleNamespace(restricted=False)  # an operator: sees every task
+    socket.versions, socket.truncated, socket.decided = {"held": 2}, True, 100
+
+    async def send(text: str) -> None:
+        sent.append(json.loads(text))
+
+    socket.send = send
+
+    def created(row_id: int, task_id: str) -> tuple:
+        delta = {"type": "STATE_DELTA", "delta": [{"op": "add", "path": task_path(task_id),
+                                                    "value": {"taskId": task_id}}]}  # fmt: skip
+        return (row_id, task_id, 1, "STATE_DELTA", delta)
+
+    await socket._deliver([created(90, "cut"), created(101, "new")])
+    assert [e["delta"][0]["path"] for e in sent] == [task_path("new")]
+    assert socket.versions == {"held": 2, "new": 1}
