@@ -48,16 +48,18 @@ RESYNC = "resync"  # queued instead of rows: rows this Tailer had not read were 
 
 
 def _rows_after(low: int) -> tuple[list[tuple[int, str, int, str, dict]], int]:
-    """The rows after `low`, and the retention's horizon (read first: a row deleted
-    between the two reads is then still seen missing next time, never lost unnoticed)."""
-    horizon = retention.horizon()
+    """The rows after `low`, then the retention's horizon. In that order: a row deleted
+    before the rows were read is below the horizon read after them, so the caller, which
+    compares it with its cursor from before this read, sees the gap. (Read the other way
+    round, a row deleted between the two reads was missing from these rows, and the next
+    horizon would be compared with a cursor already past it.)"""
     rows = list(
         AguiEvent.objects.filter(id__gt=low)
         .exclude(type=TEXT)
         .order_by("id")
         .values_list("id", "task_id", "task_version", "type", "event")[:5000]
     )
-    return rows, horizon
+    return rows, retention.horizon()
 
 
 def _top() -> int:
@@ -117,7 +119,8 @@ class Tailer:
                     log.exception("reading the AG-UI log failed; retrying")
                     continue
                 if horizon > self.horizon:
-                    if horizon > self.cursor:  # deleted before this Tailer read them
+                    # the cursor from before this read: rows above it deleted unread
+                    if horizon > self.cursor:
                         log.warning("AG-UI log rows after #%d were deleted unread", self.cursor)
                         for queue in list(self.queues):
                             queue.put_nowait(RESYNC)
