@@ -11,11 +11,13 @@ class A2AConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_delete, post_save
 
-        from a2a import api_keys, checks, events, notify  # noqa: F401 (checks: registers)
+        from a2a import api_keys, checks, events, notify, periodic  # noqa: F401 (checks)
         from a2a.models import ApiKey
+        from a2a.services import receipts
 
         # a key saved or deleted here stops being remembered at once (api_keys.verify)
         post_save.connect(api_keys.forget_all, sender=ApiKey, dispatch_uid="apikey-saved")
         post_delete.connect(api_keys.forget_all, sender=ApiKey, dispatch_uid="apikey-deleted")
 
         events.subscribe(notify.announce, on_commit=True)
+        periodic.register(receipts.prune_now_and_then)  # expired receipts: the scheduler's

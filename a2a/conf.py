@@ -371,6 +371,13 @@ class View(Section):
         "the most an opening snapshot weighs",
         at_least=1,
     )
+    # agui/retention.py: open tasks, tasks in the view and tasks a run streams keep theirs
+    event_retention_hours = Number(
+        "TASKDECK_AGUI_EVENT_RETENTION_HOURS",
+        24,
+        "the AG-UI log rows of a task that left the view go this long after it finished",
+        at_least=0,
+    )
 
 
 class Push(Section):

@@ -4,7 +4,9 @@ On connect: STATE_SNAPSHOT of the view, then ACTIVITY_SNAPSHOT for each pending
 interrupt and pause of its tasks; then STATE_DELTA / ACTIVITY_* as tasks change. Every view
 entry holds its task's `version`, and each task's changes arrive one version at a time:
 the socket drops what the snapshot already holds, fills a gap from the log if it sees one,
-and a client that detects one anyway sends {"type": "resync"} for a fresh snapshot.
+and a client that detects one anyway sends {"type": "resync"} for a fresh snapshot. When
+the log's retention deleted rows before this process read them (agui/fanout.py), the socket
+sends a fresh STATE_SNAPSHOT by itself: never a silent gap.
 
 No message outgrows the WebSocket server's limit (Daphne refuses anything over 1 MiB and
 closes the socket with 1011): the snapshot is cut to TASKDECK["VIEW"]["SNAPSHOT_BYTES"]
@@ -174,7 +176,8 @@ class ViewConsumer(AsyncWebsocketConsumer):
     async def _pump(self) -> None:
         while True:
             rows = await self.queue.get()
-            if self.queue.qsize() > fanout.QUEUE_LIMIT:
+            # far behind, or the log lost rows before they reached us (fanout.RESYNC)
+            if rows == fanout.RESYNC or self.queue.qsize() > fanout.QUEUE_LIMIT:
                 while not self.queue.empty():
                     self.queue.get_nowait()
                 await self.resync()

@@ -17,6 +17,12 @@ starts, the rows of that window already committed count as seen: every socket re
 before it reads its snapshot, so they are in it (a socket whose snapshot was cut to its
 byte budget would otherwise take the creations of tasks it was cut from as new). Sockets
 drop anything at or below the task version they already hold (see consumers.py).
+
+Old rows are deleted (agui/retention.py): only those of tasks that left the view long ago,
+which a Tailer has read unless it was stalled for longer than the retention. Should it
+have been, it would miss them silently; so every read also reads the retention's horizon
+(the highest id deleted), and when that passes the cursor the Tailer hands every socket
+RESYNC instead: each starts again from a fresh snapshot.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from collections import deque
 from channels.db import database_sync_to_async
 
 from a2a.notify import Listener
+from agui import retention
 from agui.models import AguiEvent
 from agui.projector import TEXT, VIEW_GROUP
 
@@ -37,15 +44,22 @@ FALLBACK_POLL = 0.5
 LISTEN_SECONDS = 30.0  # a listening Tailer waits on the layer this long per receive
 WINDOW = 500
 QUEUE_LIMIT = 200  # batches; a socket this far behind resyncs from a fresh snapshot
+RESYNC = "resync"  # queued instead of rows: rows this Tailer had not read were deleted
 
 
-def _rows_after(low: int) -> list[tuple[int, str, int, str, dict]]:
-    return list(
+def _rows_after(low: int) -> tuple[list[tuple[int, str, int, str, dict]], int]:
+    """The rows after `low`, then the retention's horizon. In that order: a row deleted
+    before the rows were read is below the horizon read after them, so the caller, which
+    compares it with its cursor from before this read, sees the gap. (Read the other way
+    round, a row deleted between the two reads was missing from these rows, and the next
+    horizon would be compared with a cursor already past it.)"""
+    rows = list(
         AguiEvent.objects.filter(id__gt=low)
         .exclude(type=TEXT)
         .order_by("id")
         .values_list("id", "task_id", "task_version", "type", "event")[:5000]
     )
+    return rows, retention.horizon()
 
 
 def newest_id() -> int:
@@ -54,10 +68,14 @@ def newest_id() -> int:
     return AguiEvent.objects.order_by("-id").values_list("id", flat=True).first() or 0
 
 
-def _start() -> tuple[int, list[int]]:
-    """The newest row id, and the ids of the committed rows in the window behind it."""
+def _start() -> tuple[int, list[int], int]:
+    """The newest row id, the ids of the committed rows in the window behind it, and the
+    retention's horizon (what was deleted before this Tailer started is nobody's gap:
+    every socket registers before it reads its snapshot)."""
+    horizon = retention.horizon()
     top = newest_id()
-    return top, list(AguiEvent.objects.filter(id__gt=top - WINDOW).values_list("id", flat=True))
+    committed = list(AguiEvent.objects.filter(id__gt=top - WINDOW).values_list("id", flat=True))
+    return top, committed, horizon
 
 
 class Tailer:
@@ -67,6 +85,7 @@ class Tailer:
         self.task: asyncio.Task | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.cursor = 0
+        self.horizon = 0  # the retention's horizon as this Tailer last read it
         self.seen: deque[int] = deque(maxlen=WINDOW * 4)
         self.seen_set: set[int] = set()
 
@@ -76,7 +95,7 @@ class Tailer:
         loop = asyncio.get_running_loop()
         if self.task is None or self.task.done() or self.loop is not loop:
             self.loop, self.wake = loop, asyncio.Event()
-            self.cursor, committed = await database_sync_to_async(_start)()
+            self.cursor, committed, self.horizon = await database_sync_to_async(_start)()
             for row_id in committed:
                 self._see(row_id)
             self.task = asyncio.ensure_future(self._run())
@@ -97,10 +116,17 @@ class Tailer:
                     await asyncio.wait_for(self.wake.wait(), FALLBACK_POLL)
                 self.wake.clear()
                 try:
-                    rows = await fetch(max(0, self.cursor - WINDOW))
+                    rows, horizon = await fetch(max(0, self.cursor - WINDOW))
                 except Exception:
                     log.exception("reading the AG-UI log failed; retrying")
                     continue
+                if horizon > self.horizon:
+                    # the cursor from before this read: rows above it deleted unread
+                    if horizon > self.cursor:
+                        log.warning("AG-UI log rows after #%d were deleted unread", self.cursor)
+                        for queue in list(self.queues):
+                            queue.put_nowait(RESYNC)
+                    self.horizon = horizon
                 fresh = [r for r in rows if r[0] not in self.seen_set]
                 for row in fresh:
                     self._see(row[0])

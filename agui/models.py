@@ -7,10 +7,13 @@ client sees the same view.
   are resolved for the timeline; `pending` ones are `/view/pendingInterrupts/<id>`.
 - AguiEvent: the AG-UI events the projector emitted, in order, with the task's version,
   so streams and sockets replay what they missed and spot gaps.
+- LogRetention: how far the retention job (agui.retention) has deleted the log, so
+  readers that had not yet read what it deleted know to start again from a snapshot.
 - AguiThread / AguiRun: `{threadId, runId} -> taskId` for the AG-UI run endpoint. These
   identifiers never reach A2A payloads.
 
-Written only by `agui.projector` (inside the A2A writer's transaction) and the run bridge.
+Written only by `agui.projector` (inside the A2A writer's transaction), the run bridge,
+and the log's retention (`agui.retention`, which deletes old AguiEvent rows).
 """
 
 from __future__ import annotations
@@ -82,6 +85,23 @@ class AguiEvent(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.type} {self.task_id}@{self.task_version}"
+
+
+class LogRetention(models.Model):
+    """One row (pk 1): where the AguiEvent retention stands (agui/retention.py).
+
+    `through_updated_at` / `through_task`: the scan position over finished tasks, in (updated_at,
+    task_id) order — every task before it that had left the view has no log rows left
+    (those of an open run aside), so a tick never reads them again. `horizon`: the
+    highest AguiEvent id deleted; a reader whose cursor is below it may have missed rows
+    and starts from a fresh snapshot (agui/fanout.py)."""
+
+    through_updated_at = models.DateTimeField(null=True, blank=True)
+    through_task = models.CharField(max_length=64, blank=True, default="")
+    horizon = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"AG-UI log pruned through #{self.horizon}"
 
 
 class AguiThread(models.Model):

@@ -111,7 +111,6 @@ def _deliver_once(
             )
         except IntegrityError:
             raise _SentMeanwhile from None  # rolls the whole delivery back
-        transaction.on_commit(receipts.prune_now_and_then)
         return delivered
 
 

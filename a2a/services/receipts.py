@@ -8,10 +8,13 @@ is written again. Different tenants use the same messageId independently.
 
 - The same key with different parts is a client error (a messageId reused for another
   message), refused with ValidationFailed on `message.messageId`; nothing is written.
-- The window is TASKDECK IDEMPOTENCY_HOURS (24; 0: off). An expired receipt never blocks
-  a send: the send deletes it and starts afresh. Expired receipts are pruned in batches
-  after a send commits, at most once a minute per process (`prune_now_and_then`), so the
-  table holds about a window's worth of sends.
+- The window is TASKDECK IDEMPOTENCY_HOURS (24; 0: off), and it is the receipts'
+  retention too: an expired receipt never blocks a send (the send deletes it and starts
+  afresh), so nothing reads it again. The scheduler deletes expired receipts
+  (`prune_now_and_then`, registered with a2a.periodic by A2AConfig.ready()), PRUNE_BATCH
+  at a time, oldest first by the indexed created_at: once a minute, and every tick while
+  a backlog remains, so the table holds about a window's worth of sends whatever the
+  send rate (docs/production.md, "Retention").
 - Two concurrent sends of one message: the receipt is inserted in the delivery's
   transaction and (tenant, message_id) is unique, so on PostgreSQL the second insert waits
   for the first transaction, then fails; the loser rolls its whole delivery back and reads
@@ -38,7 +41,7 @@ from a2a.services._core import Actor
 log = logging.getLogger(__name__)
 
 PRUNE_EVERY_SECONDS = 60.0
-PRUNE_BATCH = 1000
+PRUNE_BATCH = 5000  # receipts per statement: a backlog drains in steps, no long lock
 _last_prune = float("-inf")
 
 
@@ -110,28 +113,24 @@ def first_task(receipt: MessageReceipt, content: str, actor: Actor) -> Task:
     return task
 
 
-def prune(limit: int = PRUNE_BATCH) -> int:
-    """Delete up to `limit` receipts older than the window (all of them when it is off)."""
+def prune(limit: int | None = None) -> int:
+    """Delete up to `limit` receipts older than the window (all of them when it is off),
+    oldest first: one statement, walking the index on created_at."""
     within = window()
     stale = MessageReceipt.objects.all()
     if within is not None:
         stale = stale.filter(created_at__lte=timezone.now() - within)
-    ids = list(stale.order_by("created_at").values_list("pk", flat=True)[:limit])
-    if not ids:
-        return 0
-    deleted, _ = MessageReceipt.objects.filter(pk__in=ids).delete()
+    oldest = stale.order_by("created_at").values("pk")[: limit or PRUNE_BATCH]
+    deleted, _ = MessageReceipt.objects.filter(pk__in=oldest).delete()
     return deleted
 
 
 def prune_now_and_then() -> int:
-    """`prune`, at most once every PRUNE_EVERY_SECONDS per process; run after a send
-    commits. A failure is logged, never raised: the send has already succeeded."""
+    """`prune`, the scheduler's periodic job: at most once every PRUNE_EVERY_SECONDS per
+    process, and again at the next tick while a full batch says more are waiting."""
     global _last_prune
     if time.monotonic() - _last_prune < PRUNE_EVERY_SECONDS:
         return 0
-    _last_prune = time.monotonic()
-    try:
-        return prune()
-    except Exception:
-        log.exception("pruning message receipts failed")
-        return 0
+    pruned = prune(PRUNE_BATCH)
+    _last_prune = float("-inf") if pruned >= PRUNE_BATCH else time.monotonic()
+    return pruned

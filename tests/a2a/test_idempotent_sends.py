@@ -460,19 +460,6 @@ def test_prune_deletes_receipts_older_than_the_window():
     assert list(MessageReceipt.objects.values_list("message_id", flat=True)) == [fresh.message_id]
 
 
-def test_receipts_are_pruned_after_a_send_now_and_then(monkeypatch):
-    old = text_message()
-    receive(old)
-    MessageReceipt.objects.update(created_at=timezone.now() - timedelta(hours=25))
-    monkeypatch.setattr(receipts, "_last_prune", float("-inf"))  # a minute has passed
-    receive(text_message())  # commits; its on-commit hook prunes
-    assert not MessageReceipt.objects.filter(message_id=old.message_id).exists()
-    receive(text_message())
-    MessageReceipt.objects.update(created_at=timezone.now() - timedelta(hours=25))
-    receive(text_message())  # within the minute: no second prune
-    assert MessageReceipt.objects.count() == 3
-
-
 def test_a_deleted_task_takes_its_receipts_along():
     msg = text_message()
     first = receive(msg)
