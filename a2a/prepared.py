@@ -243,15 +243,19 @@ class PreparedInsert:
     (`_state.adding` False), as `create` returns it. Refused at first use: a model with
     save signals, or a field that is not plain (`_plain`) or gets a database default."""
 
+    MANY = 8  # rows in one prepared statement (`insert_all`); an event's AG-UI rows: 1 to 3
+
     def __init__(self, model: type[Model]) -> None:
         self.model = model
         meta = model._meta
         self.fields = [f for f in meta.local_concrete_fields if f is not meta.auto_field]
         self.auto = meta.auto_field
         self._concrete = meta.concrete_fields
-        self._compiled: dict[str, str] = {}
+        self._compiled: dict[tuple[str, int], tuple[str, bool]] = {}
 
-    def _compile(self, using: str) -> str:
+    def _compile(self, using: str, rows: int) -> tuple[str, bool]:
+        """The INSERT of `rows` rows, and whether its parameters are one array per
+        column (PostgreSQL's UNNEST for several rows) rather than row after row."""
         _refuse_signals(self.model)
         meta = self.model._meta
         connection = connections[using]
@@ -261,23 +265,34 @@ class PreparedInsert:
         returning = meta.db_returning_fields
         if returning != ([self.auto] if self.auto else []):
             raise PreparedShapeError(f"{meta.label} returns {returning} from an insert")
-        if self.auto and not connection.features.can_return_columns_from_insert:
-            raise PreparedShapeError(f"{connection.vendor} cannot return an inserted id")
+        features = connection.features
+        if self.auto and not (
+            features.can_return_rows_from_bulk_insert
+            if rows > 1
+            else features.can_return_columns_from_insert
+        ):
+            raise PreparedShapeError(f"{connection.vendor} cannot return the inserted ids")
         query = InsertQuery(self.model)
-        template = self.model(**{f.attname: None for f in self.fields})
-        query.insert_values(self.fields, [template])
+        templates = [self.model(**{f.attname: None for f in self.fields}) for _ in range(rows)]
+        query.insert_values(self.fields, templates)
         compiler = query.get_compiler(using=using)
         compiler.returning_fields = returning
         [(sql, params)] = compiler.as_sql()
-        if len(params) != len(self.fields) or sql.count("%s") != len(self.fields):
-            raise PreparedShapeError(f"{meta.label}: one parameter per column expected: {sql}")
-        return sql
+        columns = len(self.fields)
+        by_column = rows > 1 and len(params) == columns and all(type(p) is list for p in params)
+        if not by_column and (len(params) != rows * columns or sql.count("%s") != len(params)):
+            raise PreparedShapeError(f"{meta.label}: one parameter per value expected: {sql}")
+        return sql, by_column
+
+    def _statement(self, using: str, rows: int) -> tuple[str, bool]:
+        compiled = self._compiled.get((using, rows))
+        if compiled is None:
+            compiled = self._compiled[using, rows] = self._compile(using, rows)
+        return compiled
 
     def insert(self, using: str = "default", **values: Any) -> Model:
         """Insert one row (see the class's docstring); returns its saved instance."""
-        sql = self._compiled.get(using)
-        if sql is None:
-            sql = self._compiled[using] = self._compile(using)
+        sql, _ = self._statement(using, 1)
         connection = connections[using]
         related = []
         row = []
@@ -303,6 +318,35 @@ class PreparedInsert:
         for field, target in related:
             field.set_cached_value(obj, target)
         return obj
+
+    def insert_all(self, objs: list[Model], using: str = "default") -> list[Model]:
+        """`bulk_create(objs)` for new instances (no primary key yet) in one statement:
+        their ids set from the database's, saved on `using`. More than MANY rows at once
+        go through bulk_create itself (the ORM splits them in batches)."""
+        if not objs:
+            return objs
+        if len(objs) > self.MANY:
+            return self.model._base_manager.using(using).bulk_create(objs)
+        sql, by_column = self._statement(using, len(objs))
+        connection = connections[using]
+        rows = [
+            [f.get_db_prep_save(getattr(obj, f.attname), connection) for f in self.fields]
+            for obj in objs
+        ]
+        params = (
+            [list(c) for c in zip(*rows, strict=True)]
+            if by_column
+            else list(itertools.chain.from_iterable(rows))
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            returned = cursor.fetchall() if self.auto else ()
+        for obj, ids in itertools.zip_longest(objs, returned):
+            if self.auto:
+                setattr(obj, self.auto.attname, ids[0])
+            obj._state.adding = False
+            obj._state.db = using
+        return objs
 
 
 @dataclass(frozen=True)

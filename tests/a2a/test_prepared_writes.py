@@ -13,12 +13,12 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from a2a.models import Message, MessageReceipt, Task, TaskEvent
+from a2a.models import Message, MessageReceipt, Suspension, Task, TaskEvent
 from a2a.prepared import PreparedInsert, PreparedShapeError, PreparedUpdate
 from a2a.runtime import leases
 from a2a.runtime.models import RunLease
-from a2a.services import _core, receipts, tasks
-from agui.models import AguiThread, ViewTask
+from a2a.services import _core, pausing, receipts, tasks
+from agui.models import AguiEvent, AguiThread, ViewTask
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -179,6 +179,57 @@ def test_an_update_of_a_view_row_is_the_rows_update_writes():
     assert projector._SAVE_VIEW.update(b.pk, updated_at=at, **row) == 1
     assert _without(_row(ViewTask, b.pk), "task_id") == _without(_row(ViewTask, a.pk), "task_id")
     assert projector._SAVE_VIEW.update("no-such-task", updated_at=at, **row) == 0
+
+
+@pytest.mark.parametrize("resume_input", [None, {"answer": JSON}])
+def test_a_suspension_opened_and_ended_is_the_row_the_orm_writes(resume_input):
+    task = _task()
+    at = timezone.now()
+    values = dict(
+        task=task, initiator="client", dialect="rfc", reason=TEXTS["quote"], mode="",
+        conditions={"until": "event", "event": "e"}, on_event="e", trigger_event="",
+        summary=TEXTS["unicode"], deadline=None, paused_from="working", requested_by="api:k",
+        metadata=JSON, suspended_at=at,
+    )  # fmt: skip
+    orm = Suspension.objects.create(**values)
+    prepared = pausing._NEW_SUSPENSION.insert(**values)
+    assert prepared.handle != orm.handle  # the default, anew
+    skip = ("id", "handle")
+    assert _without(_row(Suspension, prepared.pk), *skip) == _without(
+        _row(Suspension, orm.pk), *skip
+    )
+    for susp in (orm, prepared):
+        susp.ending, susp.ended_at, susp.ended_by, susp.cause = "resumed", at, "op:a", "client"
+        susp.had_resume_input, susp.resume_input = resume_input is not None, resume_input
+        susp.continue_transcript, susp.resumed_to = True, "working"
+    orm.save(update_fields=list(pausing._RESUMED_FIELDS))
+    pausing._SAVE_SUSPENSION.save(prepared, pausing._RESUMED_FIELDS)
+    assert _without(_row(Suspension, prepared.pk), *skip) == _without(
+        _row(Suspension, orm.pk), *skip
+    )
+
+
+@pytest.mark.parametrize("count", [1, 3, PreparedInsert.MANY + 2])
+def test_agui_rows_inserted_together_are_the_rows_bulk_create_writes(count):
+    from agui import projector
+
+    task = _task()
+    at = timezone.now()
+
+    def rows(start: int) -> list[AguiEvent]:
+        return [
+            AguiEvent(task_id=task.pk, task_version=start + i, type="STATE_DELTA",
+                      event={"delta": [{"op": "add", "value": JSON}], "i": i}, created_at=at)
+            for i in range(count)
+        ]  # fmt: skip
+
+    orm = AguiEvent.objects.bulk_create(rows(0))
+    prepared = projector._NEW_EVENTS.insert_all(rows(0))
+    assert [e.pk for e in prepared] == [orm[-1].pk + 1 + i for i in range(count)]
+    assert all(not e._state.adding and e._state.db == "default" for e in prepared)
+    read = {e.pk: _without(_fields(e), "id") for e in AguiEvent.objects.order_by("pk")}
+    assert [read[e.pk] for e in prepared] == [read[e.pk] for e in orm]
+    assert projector._NEW_EVENTS.insert_all([]) == []
 
 
 def test_save_of_a_row_that_is_gone_fails_as_the_orms_does():
