@@ -296,16 +296,22 @@ class PreparedInsert:
         connection = connections[using]
         related = []
         row = []
+        given = 0
         for field in self.fields:
             if field.attname in values:
                 value = values[field.attname]
+                given += 1
             elif field.name in values:  # a related object, as create(task=task) takes it
                 target = values[field.name]
                 related.append((field, target))
                 value = None if target is None else target.pk
+                given += 1
             else:
                 value = field.get_default()
             row.append(value)
+        if given != len(values):  # as the model's __init__ refuses a name it does not have
+            unknown = set(values) - {n for f in self.fields for n in (f.name, f.attname)}
+            raise TypeError(f"{self.model.__name__} has no field named {sorted(unknown)}")
         params = [f.get_db_prep_save(v, connection) for f, v in zip(self.fields, row, strict=True)]
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
@@ -320,12 +326,13 @@ class PreparedInsert:
         return obj
 
     def insert_all(self, objs: list[Model], using: str = "default") -> list[Model]:
-        """`bulk_create(objs)` for new instances (no primary key yet) in one statement:
-        their ids set from the database's, saved on `using`. More than MANY rows at once
-        go through bulk_create itself (the ORM splits them in batches)."""
+        """`bulk_create(objs)` for new instances of a model with an auto key in one
+        statement: their ids set from the database's, saved on `using`. More than MANY rows,
+        or rows that already have a key, go through bulk_create itself."""
         if not objs:
             return objs
-        if len(objs) > self.MANY:
+        if len(objs) > self.MANY or not self.auto or any(o.pk is not None for o in objs):
+            # many rows, or rows with their keys: the ORM's batches and key handling
             return self.model._base_manager.using(using).bulk_create(objs)
         sql, by_column = self._statement(using, len(objs))
         connection = connections[using]

@@ -9,8 +9,9 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from django.db import DatabaseError, IntegrityError, connection, transaction
-from django.test.utils import CaptureQueriesContext
+from django.db import DatabaseError, IntegrityError, connection, models, transaction
+from django.db.models import signals
+from django.test.utils import CaptureQueriesContext, isolate_apps
 from django.utils import timezone
 
 from a2a.models import Message, MessageReceipt, Suspension, Task, TaskEvent
@@ -241,15 +242,41 @@ def test_save_of_a_row_that_is_gone_fails_as_the_orms_does():
         _core._SAVE_TASK.save(task, ("version",))
 
 
+@isolate_apps("a2a")  # a model of the test's own, in no app's registry
 def test_a_shape_the_orm_would_write_differently_is_refused():
     # auto_now_add: the ORM fills it in pre_save, which a prepared write does not run
     with pytest.raises(PreparedShapeError, match="created_at"):
         PreparedInsert(AguiThread).insert(thread_id="t", context_id="c", created_by="x")
-    # a database default (db_default without a Python one) the ORM leaves to the database
+
+    # a database default (db_default without a Python one): the ORM leaves it to the database
+    class WithDbDefault(models.Model):  # noqa: DJ008
+        n = models.IntegerField(db_default=1)
+
+        class Meta:
+            app_label = "a2a"
+
+    with pytest.raises(PreparedShapeError, match="n is not a plain column"):
+        PreparedInsert(WithDbDefault).insert()
+
+    # save signals: the ORM sends them, a prepared write would not
+    def heard(**kwargs):
+        pass
+
+    signals.post_save.connect(heard, sender=Message)
+    try:
+        with pytest.raises(PreparedShapeError, match="signals"):
+            PreparedInsert(Message).insert(task=_task(), seq=1, message_id="m", role="user",
+                                           parts=[], created_at=timezone.now())  # fmt: skip
+        with pytest.raises(PreparedShapeError, match="signals"):
+            PreparedUpdate(Message).update(1, role="agent")
+    finally:
+        signals.post_save.disconnect(heard, sender=Message)
     with pytest.raises(PreparedShapeError):
         PreparedUpdate(Task).save(_task(), ("id",))  # the key is not a column to set
     with pytest.raises(PreparedShapeError, match="no column"):
         PreparedUpdate(Task).update("x", nope=1)
+    with pytest.raises(TypeError, match="nope"):  # as Task(nope=1) refuses it
+        tasks._NEW_TASK.insert(context_id="c", nope=1)
     assert not AguiThread.objects.exists()
 
 
@@ -264,11 +291,7 @@ def test_the_sqlite_writers_queue_sees_a_prepared_write_as_a_write():
         lease.owner = "w:1"
         leases.SAVE.save(lease, ("owner",))
         _core._NEW_EVENT.insert(
-            task=task, kind="k", actor="a", task_version=1, created_at=lease_at()
+            task=task, kind="k", actor="a", task_version=1, created_at=timezone.now()
         )
     assert len(queries) == 3
     assert all(base._WRITE.match(q["sql"]) for q in queries)
-
-
-def lease_at():
-    return timezone.now()
