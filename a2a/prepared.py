@@ -32,10 +32,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connections
-from django.db.models import QuerySet, UUIDField
+from django.db import DatabaseError, connections
+from django.db.models import (
+    DateField,
+    DateTimeField,
+    Field,
+    Model,
+    Q,
+    QuerySet,
+    UUIDField,
+    signals,
+)
 from django.db.models.query import ModelIterable, get_related_populators
 from django.db.models.sql.compiler import SQLCompiler
+from django.db.models.sql.subqueries import InsertQuery, UpdateQuery
 from django.db.transaction import TransactionManagementError
 
 # Unlikely to occur in any real query: the marker values a prepared query is compiled with.
@@ -186,3 +196,266 @@ def _is_marker(value: Any, by_value: dict[Any, str]) -> bool:
     if isinstance(value, uuid.UUID):
         return value in by_value
     return isinstance(value, (str, int)) and not isinstance(value, bool) and value in by_value
+
+
+# -- writes ------------------------------------------------------------------------------
+#
+# Why: every call writes a handful of rows (a TaskEvent, the task's new version, a message,
+# the lease), and the ORM builds and compiles each statement anew: a Query, a compiler,
+# the field list and its quoting, for SQL that is the same every time. A prepared write
+# compiles its statement once per database alias with the ORM's own compiler and then
+# only converts the new values, each with its field's own `get_db_prep_save` (what the
+# compiler calls), so JSON, UUIDs and datetimes reach the database as the ORM sends them.
+# What the ORM would do around the statement and a prepared write would not (model
+# signals, `pre_save` work such as auto_now, DB-side defaults, placeholders of its own) is
+# refused when the shape is first compiled: a prepared write either sends exactly the
+# ORM's statement or does not run. tests/a2a/test_prepared_writes.py compares the rows.
+
+
+def _plain(field: Field) -> bool:
+    """A field whose value the compiler sends as one `%s` parameter, unchanged by
+    pre_save: the only kind a prepared write handles."""
+    return (
+        not getattr(field, "auto_now", False)
+        and not getattr(field, "auto_now_add", False)
+        and not field.generated
+        and not hasattr(field, "get_placeholder")
+        and type(field).pre_save in _PLAIN_PRE_SAVE
+    )
+
+
+_PLAIN_PRE_SAVE = {Field.pre_save, DateField.pre_save, DateTimeField.pre_save}
+
+
+def _refuse_signals(model: type[Model]) -> None:
+    if signals.pre_save.has_listeners(model) or signals.post_save.has_listeners(model):
+        raise PreparedShapeError(f"{model.__name__} has save signals a prepared write would skip")
+
+
+class PreparedInsert:
+    """`model.objects.create(**values)` with the INSERT compiled once per database alias.
+
+    Every concrete field is written, as the ORM writes them: a value not given is the
+    field's default (called anew each time, like `timezone.now` or `dict`). A related
+    object may be given by its field's name (`task=task`, kept on the instance as the ORM
+    keeps it) or its id by the attname (`task_id=...`). The auto primary key comes back
+    from the database (RETURNING) and is set on the instance, which is returned saved
+    (`_state.adding` False), as `create` returns it. Refused at first use: a model with
+    save signals, or a field that is not plain (`_plain`) or gets a database default."""
+
+    MANY = 8  # rows in one prepared statement (`insert_all`); an event's AG-UI rows: 1 to 3
+
+    def __init__(self, model: type[Model]) -> None:
+        self.model = model
+        meta = model._meta
+        self.fields = [f for f in meta.local_concrete_fields if f is not meta.auto_field]
+        self.auto = meta.auto_field
+        self._concrete = meta.concrete_fields
+        self._compiled: dict[tuple[str, int], tuple[str, bool]] = {}
+
+    def _compile(self, using: str, rows: int) -> tuple[str, bool]:
+        """The INSERT of `rows` rows, and whether its parameters are one array per
+        column (PostgreSQL's UNNEST for several rows) rather than row after row."""
+        _refuse_signals(self.model)
+        meta = self.model._meta
+        connection = connections[using]
+        for field in self.fields:
+            if not _plain(field) or (field.has_db_default() and not field.has_default()):
+                raise PreparedShapeError(f"{meta.label}.{field.name} is not a plain column")
+        returning = meta.db_returning_fields
+        if returning != ([self.auto] if self.auto else []):
+            raise PreparedShapeError(f"{meta.label} returns {returning} from an insert")
+        features = connection.features
+        if self.auto and not (
+            features.can_return_rows_from_bulk_insert
+            if rows > 1
+            else features.can_return_columns_from_insert
+        ):
+            raise PreparedShapeError(f"{connection.vendor} cannot return the inserted ids")
+        query = InsertQuery(self.model)
+        templates = [self.model(**{f.attname: None for f in self.fields}) for _ in range(rows)]
+        query.insert_values(self.fields, templates)
+        compiler = query.get_compiler(using=using)
+        compiler.returning_fields = returning
+        [(sql, params)] = compiler.as_sql()
+        columns = len(self.fields)
+        by_column = rows > 1 and len(params) == columns and all(type(p) is list for p in params)
+        if not by_column and (len(params) != rows * columns or sql.count("%s") != len(params)):
+            raise PreparedShapeError(f"{meta.label}: one parameter per value expected: {sql}")
+        return sql, by_column
+
+    def _statement(self, using: str, rows: int) -> tuple[str, bool]:
+        compiled = self._compiled.get((using, rows))
+        if compiled is None:
+            compiled = self._compiled[using, rows] = self._compile(using, rows)
+        return compiled
+
+    def insert(self, using: str = "default", **values: Any) -> Model:
+        """Insert one row (see the class's docstring); returns its saved instance."""
+        sql, _ = self._statement(using, 1)
+        connection = connections[using]
+        related = []
+        row = []
+        given = 0
+        for field in self.fields:
+            if field.attname in values:
+                value = values[field.attname]
+                given += 1
+            elif field.name in values:  # a related object, as create(task=task) takes it
+                target = values[field.name]
+                related.append((field, target))
+                value = None if target is None else target.pk
+                given += 1
+            else:
+                value = field.get_default()
+            row.append(value)
+        if given != len(values):  # as the model's __init__ refuses a name it does not have
+            unknown = set(values) - {n for f in self.fields for n in (f.name, f.attname)}
+            raise TypeError(f"{self.model.__name__} has no field named {sorted(unknown)}")
+        params = [f.get_db_prep_save(v, connection) for f, v in zip(self.fields, row, strict=True)]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            returned = cursor.fetchone() if self.auto else None
+        saved = {f.attname: v for f, v in zip(self.fields, row, strict=True)}
+        if self.auto:
+            saved[self.auto.attname] = returned[0]
+        # as a row read back: positional __init__, saved (_state.adding False) on `using`
+        obj = self.model.from_db(using, None, [saved[f.attname] for f in self._concrete])
+        for field, target in related:
+            field.set_cached_value(obj, target)
+        return obj
+
+    def insert_all(self, objs: list[Model], using: str = "default") -> list[Model]:
+        """`bulk_create(objs)` for new instances of a model with an auto key in one
+        statement: their ids set from the database's, saved on `using`. More than MANY rows,
+        or rows that already have a key, go through bulk_create itself."""
+        if not objs:
+            return objs
+        if len(objs) > self.MANY or not self.auto or any(o.pk is not None for o in objs):
+            # many rows, or rows with their keys: the ORM's batches and key handling
+            return self.model._base_manager.using(using).bulk_create(objs)
+        sql, by_column = self._statement(using, len(objs))
+        connection = connections[using]
+        rows = [
+            [f.get_db_prep_save(getattr(obj, f.attname), connection) for f in self.fields]
+            for obj in objs
+        ]
+        params = (
+            [list(c) for c in zip(*rows, strict=True)]
+            if by_column
+            else list(itertools.chain.from_iterable(rows))
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            returned = cursor.fetchall() if self.auto else ()
+        for obj, ids in itertools.zip_longest(objs, returned):
+            if self.auto:
+                setattr(obj, self.auto.attname, ids[0])
+            obj._state.adding = False
+            obj._state.db = using
+        return objs
+
+
+@dataclass(frozen=True)
+class _CompiledUpdate:
+    sql: str
+    fields: tuple[Field, ...]  # the parameters' fields, in order (a NULL is in the SQL)
+
+
+class PreparedUpdate:
+    """`obj.save(update_fields=...)` with the UPDATE compiled once per alias, field set
+    and set of NULL values (the compiler writes `= NULL` into the SQL, not a parameter).
+
+    The columns are set in the model's field order, as the ORM sets them, from the
+    instance's attributes, and the row is the instance's primary key. Like save() it
+    raises DatabaseError when no row was updated. Refused at first use: a model with save
+    signals, a field that is not plain, a primary key not compared verbatim."""
+
+    def __init__(self, model: type[Model]) -> None:
+        self.model = model
+        self._compiled: dict[tuple, _CompiledUpdate] = {}
+        self._by_name: dict[str, Field] | None = None
+
+    def _compile(
+        self, using: str, obj: Model, fields: list[Field], nulls: frozenset
+    ) -> _CompiledUpdate:
+        _refuse_signals(self.model)
+        meta = self.model._meta
+        if meta.pk in fields:
+            raise PreparedShapeError(f"{meta.label}: the key is not saved with update_fields")
+        for field in fields:
+            if not _plain(field):
+                raise PreparedShapeError(f"{meta.label}.{field.name} is not a plain column")
+        key = meta.pk.target_field if meta.pk.is_relation else meta.pk
+        if key.get_internal_type() in ("AutoField", "BigAutoField", "IntegerField"):
+            marker: Any = _INT_MARKER_BASE
+        elif key.get_internal_type() == "CharField":
+            marker = _STR_MARKER.format("pk")
+        else:
+            raise PreparedShapeError(f"{meta.label}: a {key.get_internal_type()} key")
+        query = UpdateQuery(self.model)
+        # this instance's values: any other non-NULL value compiles to the same placeholder
+        query.add_update_fields([(f, None, getattr(obj, f.attname)) for f in fields])
+        query.add_q(Q(pk=marker))
+        sql, params = query.get_compiler(using=using).as_sql()
+        sent = [f for f in fields if f.attname not in nulls]
+        if len(params) != len(sent) + 1 or params[-1] != marker or sql.count("%s") != len(params):
+            raise PreparedShapeError(f"{meta.label}: the key must come last, verbatim: {sql}")
+        return _CompiledUpdate(sql=sql, fields=tuple(sent))
+
+    def save(self, obj: Model, update_fields: tuple[str, ...], using: str = "default") -> int:
+        """Write `update_fields` (attnames or names) of `obj`'s row, as
+        `obj.save(update_fields=...)` does: DatabaseError when there is no such row."""
+        fields = self._fields(update_fields, ordered=True)
+        values = {f.attname: getattr(obj, f.attname) for f in fields}
+        if not self._run(using, update_fields, obj, fields, values, obj.pk):
+            raise DatabaseError("Save with update_fields did not affect any rows.")
+        return 1
+
+    def update(self, pk: Any, using: str = "default", **values: Any) -> int:
+        """`filter(pk=pk).update(**values)` (attnames, plain values, set in the order
+        given as the ORM sets them): the number of rows updated, 0 or 1."""
+        names = tuple(values)
+        fields = self._fields(names, ordered=False)
+        return self._run(using, names, None, fields, values, pk)
+
+    def _run(
+        self,
+        using: str,
+        names: tuple[str, ...],
+        obj: Model | None,
+        fields: list[Field],
+        values: dict[str, Any],
+        pk: Any,
+    ) -> int:
+        nulls = frozenset(name for name, value in values.items() if value is None)
+        key = (using, names, nulls)
+        compiled = self._compiled.get(key)
+        if compiled is None:
+            if obj is None:  # an instance holding the values, to compile with
+                obj = self.model(**{self.model._meta.pk.attname: pk, **values})
+            compiled = self._compiled[key] = self._compile(using, obj, fields, nulls)
+        connection = connections[using]
+        params = [f.get_db_prep_save(values[f.attname], connection) for f in compiled.fields]
+        params.append(self.model._meta.pk.get_db_prep_value(pk, connection))
+        with connection.cursor() as cursor:
+            cursor.execute(compiled.sql, params)
+            return cursor.rowcount
+
+    def _fields(self, names: tuple[str, ...], ordered: bool) -> list[Field]:
+        """The named columns: in the model's order (save's SET order) or as named."""
+        by_name = self._by_name
+        if by_name is None:
+            by_name = self._by_name = {
+                name: f
+                for f in self.model._meta.local_concrete_fields
+                for name in (f.name, f.attname)
+            }
+        try:
+            fields = [by_name[name] for name in names]
+        except KeyError as missing:
+            raise PreparedShapeError(f"{self.model._meta.label} has no column {missing}") from None
+        if ordered:
+            order = self.model._meta.local_concrete_fields
+            fields = sorted(set(fields), key=order.index)
+        return fields

@@ -41,7 +41,7 @@ from a2a.event_kinds import ENDING_KINDS, EventKind, is_agent_text, is_user_mess
 from a2a.formats import pause_facts, text_of, ts
 from a2a.lifecycle import State
 from a2a.models import Message, Task, TaskEvent
-from a2a.prepared import Prepared
+from a2a.prepared import Prepared, PreparedInsert, PreparedUpdate
 from agui import view
 from agui.models import AguiEvent, Interrupt, ViewTask
 
@@ -126,6 +126,9 @@ class _Batch:
 
 # The reads every event makes, compiled once (a2a/prepared.py says why).
 _VIEW_ROW = Prepared(lambda task: ViewTask.objects.filter(task_id=task)[:1], "task")
+# every event's two writes (its view row, its AG-UI rows), compiled once
+_SAVE_VIEW = PreparedUpdate(ViewTask)
+_NEW_EVENTS = PreparedInsert(AguiEvent)
 _MESSAGE = Prepared(lambda pk: Message.objects.filter(pk=pk)[:1], "pk", ints=("pk",))
 _MESSAGE_AT = Prepared(
     lambda task, seq: Message.objects.filter(task_id=task, seq=seq)[:1],
@@ -206,14 +209,14 @@ def on_task_event(event: TaskEvent) -> None:
     if current is None:
         ViewTask.objects.create(task_id=task.id, updated_at=task.updated_at, **row)
     else:
-        ViewTask.objects.filter(task_id=task.id).update(updated_at=task.updated_at, **row)
+        _SAVE_VIEW.update(task.id, updated_at=task.updated_at, **row)
     rows = batch.rows
     if task.state in view.FINISHED:
         # One more finished task: the oldest beyond FINISHED_MAX leave now, in this
         # transaction, their deltas after this change's and in the same insert. (Those
         # finished too long ago are the scheduler's tick's: one read less here.)
         rows = rows + _evictions(event.created_at, limit=EVICT_IN_WRITE, by_age=False)
-    AguiEvent.objects.bulk_create(rows)
+    _NEW_EVENTS.insert_all(rows)
     if rows:
         transaction.on_commit(_poke)
 
@@ -248,7 +251,7 @@ def evict_finished(
     call."""
     with transaction.atomic(savepoint=False):
         rows = _evictions(now or timezone.now(), limit=limit, by_age=by_age)
-        AguiEvent.objects.bulk_create(rows)
+        _NEW_EVENTS.insert_all(rows)
         if rows:
             transaction.on_commit(_poke)
     return len(rows)

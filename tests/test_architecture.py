@@ -269,6 +269,8 @@ SAME_MODEL = {
     "get_queryset", "aget", "afirst", "alast", "acreate", "aget_or_create",
 }  # fmt: skip
 MANAGERS = {"objects", "_default_manager", "_base_manager"}
+# a2a.prepared's writes: `PreparedInsert(Task)` writes Task rows wherever it is built.
+PREPARED_WRITES = {"PreparedInsert", "PreparedUpdate"}
 ASYNC_WRITES = {f"a{w}" for w in WRITES if not w.startswith("_")}
 
 
@@ -459,6 +461,9 @@ def _writes_in(
             _learn(node, inner)
             name = node.name if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) else where
             yield from _writes_in(node, inner, name)
+        elif isinstance(node, ast.Call) and _prepared_write(node.func) and node.args:
+            if labels := models_of(node.args[0], scope):
+                yield node.lineno, where, _prepared_write(node.func), labels
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             method = node.func.attr
             if method in WRITES or method in ASYNC_WRITES:
@@ -470,6 +475,11 @@ def _writes_in(
                 sql = rf"\b(insert\s+into|update|delete\s+from)\s+[\"`']?{table}[\"`']?(\s|$)"
                 if re.search(sql, node.value, re.IGNORECASE):
                     yield node.lineno, where, "SQL", {label}
+
+
+def _prepared_write(func: ast.expr) -> str | None:
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+    return name if name in PREPARED_WRITES else None
 
 
 def _module_scope(source: Source, tree: ast.Module) -> Scope:
@@ -650,6 +660,9 @@ def test_the_checker_allows(rel, code):
         "    await Task.objects.filter(pk=task_id).aupdate(state='x')",
         "def f(cursor):\n    cursor.execute('UPDATE a2a_task SET state = %s', ['x'])",
         "from a2a.runtime.models import RunLease\nRunLease.objects.filter(task_id=1).delete()",
+        "from a2a.models import TaskEvent\nfrom a2a.prepared import PreparedInsert\n"
+        "EVENT = PreparedInsert(TaskEvent)",
+        "from a2a import models, prepared\nSAVE = prepared.PreparedUpdate(models.Task)",
     ],
 )
 def test_the_checker_sees_a_write(code):
@@ -660,6 +673,8 @@ def test_the_checker_sees_a_write(code):
     "code",
     [
         "from a2a.models import Message\nMessage.objects.create(task_id=1)",
+        "from a2a.models import Message\nfrom a2a.prepared import PreparedInsert\n"
+        "NEW = PreparedInsert(Message)",
         "def f(task):\n    task.messages.create(role='user')",
         "from a2a.models import Task\nrow = Task.objects.values('id').first()\nrow.update(x=1)",
         "def f(thread):\n    thread.save(update_fields=['task'])",

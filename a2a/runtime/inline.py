@@ -37,7 +37,6 @@ from django.utils import timezone
 
 from a2a import conf
 from a2a.runtime import faults, leases, registry
-from a2a.runtime.models import RunLease
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +79,7 @@ def take(task_id: str, skill: str) -> bool:
     if agent is None or not agent.inline:
         return False
     now = timezone.now()
-    RunLease.objects.create(
+    leases.NEW.insert(
         task_id=task_id,
         owner=leases.WORKER_ID,
         expires_at=now + timedelta(seconds=leases.lease_seconds()),

@@ -22,7 +22,7 @@ from django.utils import timezone
 from a2a import conf
 from a2a.lifecycle import State
 from a2a.models import Task
-from a2a.prepared import Prepared
+from a2a.prepared import Prepared, PreparedInsert, PreparedUpdate
 from a2a.runtime.models import RunLease
 
 RUNNABLE = (State.SUBMITTED, State.WORKING)
@@ -44,12 +44,12 @@ def claim(task_id: str, worker: str = WORKER_ID) -> int | None:
         state = Task.objects.filter(pk=task_id).values_list("state", flat=True).first()
         if state not in RUNNABLE:
             lease.owner, lease.expires_at, lease.served = "", None, lease.wakeups
-            lease.save(update_fields=["owner", "expires_at", "served"])
+            SAVE.save(lease, ("owner", "expires_at", "served"))
             return None
         lease.owner = worker
         lease.expires_at = now + timedelta(seconds=lease_seconds())
         lease.slices += 1
-        lease.save(update_fields=["owner", "expires_at", "slices"])
+        SAVE.save(lease, ("owner", "expires_at", "slices"))
         return lease.wakeups
 
 
@@ -63,6 +63,9 @@ def heartbeat(task_id: str, worker: str = WORKER_ID) -> bool:
 # compiled once (a2a/prepared.py says why).
 LOCK = Prepared(lambda task: RunLease.objects.select_for_update().filter(task_id=task), "task")
 STATE = Prepared(lambda task: Task.objects.filter(pk=task).values_list("state"), "task")
+# and its writes: a new task's lease, a lease's new holder or counts
+NEW = PreparedInsert(RunLease)
+SAVE = PreparedUpdate(RunLease)
 
 
 def release(task_id: str, served: int | None, worker: str = WORKER_ID) -> bool:
@@ -74,11 +77,11 @@ def release(task_id: str, served: int | None, worker: str = WORKER_ID) -> bool:
         if lease is None or lease.owner != worker:
             return False
         lease.owner, lease.expires_at = "", None
-        fields = ["owner", "expires_at"]
+        fields: tuple[str, ...] = ("owner", "expires_at")
         if served is not None:  # the slice reached a stop: its faults are behind it
             lease.served, lease.faults = served, 0
-            fields += ["served", "faults"]
-        lease.save(update_fields=fields)
+            fields += ("served", "faults")
+        SAVE.save(lease, fields)
         if served is None or lease.wakeups == served:
             return False  # nothing woke it meanwhile: no need to read its state
         row = STATE.first(task=task_id)
@@ -91,7 +94,7 @@ def release(task_id: str, served: int | None, worker: str = WORKER_ID) -> bool:
 def open_without_job(task_id: str) -> None:
     """A new task whose runs are not queued as jobs: its lease, one wakeup to serve,
     nobody holding it. In the creating transaction."""
-    RunLease.objects.create(task_id=task_id, wakeups=1, enqueued_at=timezone.now())
+    NEW.insert(task_id=task_id, wakeups=1, enqueued_at=timezone.now())
 
 
 def count_wakeup(task_id: str) -> None:

@@ -46,7 +46,7 @@ def _first_run(task_id: str) -> None:
     from a2a.runtime.jobs import run_task
 
     job = run_task.enqueue(task_id)
-    RunLease.objects.create(task_id=task_id, wakeups=1, enqueued_at=timezone.now(), job_id=job.id)
+    leases.NEW.insert(task_id=task_id, wakeups=1, enqueued_at=timezone.now(), job_id=job.id)
 
 
 def enqueue(task_id: str, *, run_after: datetime | None = None, wake: bool = False) -> bool:
@@ -66,11 +66,11 @@ def enqueue(task_id: str, *, run_after: datetime | None = None, wake: bool = Fal
             leases.LOCK.first(task=task_id)
             or RunLease.objects.select_for_update().get_or_create(task_id=task_id)[0]
         )
-        fields = []
+        fields: tuple[str, ...] = ()
         if wake:
             lease.wakeups += 1
             lease.enqueued_at = timezone.now()
-            fields += ["wakeups", "enqueued_at"]
+            fields += ("wakeups", "enqueued_at")
         pending = _pending_job(run_task, lease.job_id)
         if pending is not None:
             # django-tasks-db marks "as soon as possible" with the greatest date
@@ -85,10 +85,10 @@ def enqueue(task_id: str, *, run_after: datetime | None = None, wake: bool = Fal
         else:
             job = (run_task.using(run_after=run_after) if run_after else run_task).enqueue(task_id)
             lease.job_id = job.id
-            fields.append("job_id")
+            fields += ("job_id",)
             queued = True
         if fields:
-            lease.save(update_fields=fields)
+            leases.SAVE.save(lease, fields)
         return queued
 
 

@@ -19,7 +19,7 @@ from a2a import access, event_kinds, events
 from a2a.errors import TaskNotFound, ValidationFailed
 from a2a.event_kinds import EventKind
 from a2a.models import Message, Suspension, Task, TaskEvent
-from a2a.prepared import Prepared
+from a2a.prepared import Prepared, PreparedInsert, PreparedUpdate
 from a2a.services import checks
 
 
@@ -130,13 +130,20 @@ _LAST_SEQ = Prepared(
 )
 
 
+# The writes every change makes (a message, the task's new version, its event), compiled
+# once (a2a/prepared.py says why): they are the same statements call after call.
+_NEW_MESSAGE = PreparedInsert(Message)
+_NEW_EVENT = PreparedInsert(TaskEvent)
+_SAVE_TASK = PreparedUpdate(Task)
+
+
 def append_message(
     task: Task, msg: IncomingMessage, at: datetime, *, first: bool = False
 ) -> Message:
     """The next message of the task's history (`first`: a new task's, no need to look)."""
     last = None if first else _LAST_SEQ.first(task=task.pk)
     seq = (last[0] if last else 0) + 1
-    return Message.objects.create(
+    return _NEW_MESSAGE.insert(
         task=task,
         seq=seq,
         message_id=msg.message_id,
@@ -188,8 +195,8 @@ def record(
     if created is None:
         task.version += 1
         task.updated_at = at
-        task.save(update_fields=["version", "updated_at", *fields])
-    event = TaskEvent.objects.create(
+        _SAVE_TASK.save(task, ("version", "updated_at", *fields))
+    event = _NEW_EVENT.insert(
         task=task,
         kind=kind,
         from_state=task.state if from_state is None else from_state,

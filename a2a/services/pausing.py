@@ -18,6 +18,7 @@ from a2a.errors import StaleHandle, ValidationFailed
 from a2a.event_kinds import EventKind
 from a2a.lifecycle import Action, Dialect, move, resume_target
 from a2a.models import Suspension, Task
+from a2a.prepared import PreparedInsert, PreparedUpdate
 from a2a.services import checks
 from a2a.services._core import Actor, current_suspension, lock, now, record, set_state
 
@@ -38,6 +39,21 @@ class ResumeOutcome:
     previous_state: str
 
 
+# A pause's new suspension and a resume's end of it, compiled once (a2a/prepared.py)
+_NEW_SUSPENSION = PreparedInsert(Suspension)
+_SAVE_SUSPENSION = PreparedUpdate(Suspension)
+_RESUMED_FIELDS = (
+    "ending",
+    "ended_at",
+    "ended_by",
+    "cause",
+    "had_resume_input",
+    "resume_input",
+    "continue_transcript",
+    "resumed_to",
+)
+
+
 def _open(
     task: Task,
     *,
@@ -52,7 +68,7 @@ def _open(
     metadata: dict[str, Any] | None = None,
     dialect: Dialect = Dialect.RFC,
 ) -> Suspension:
-    return Suspension.objects.create(
+    return _NEW_SUSPENSION.insert(
         task=task,
         initiator=initiator,
         dialect=dialect.value,
@@ -229,18 +245,7 @@ def resume_task(
             susp.resume_input = resume_input
             susp.continue_transcript = continue_transcript
             susp.resumed_to = target
-            susp.save(
-                update_fields=[
-                    "ending",
-                    "ended_at",
-                    "ended_by",
-                    "cause",
-                    "had_resume_input",
-                    "resume_input",
-                    "continue_transcript",
-                    "resumed_to",
-                ]
-            )
+            _SAVE_SUSPENSION.save(susp, _RESUMED_FIELDS)
         task.current_suspension = None
         previous = set_state(task, target, at)
         record(

@@ -35,7 +35,7 @@ from django.utils import timezone
 from a2a import access, conf
 from a2a.errors import TaskNotFound, ValidationFailed
 from a2a.models import MessageReceipt, Task
-from a2a.prepared import Prepared
+from a2a.prepared import Prepared, PreparedInsert
 from a2a.services._core import Actor
 
 log = logging.getLogger(__name__)
@@ -79,11 +79,14 @@ def find(tenant: str, message_id: str, within: timedelta) -> MessageReceipt | No
     return found
 
 
+_NEW = PreparedInsert(MessageReceipt)  # one per send, compiled once (a2a/prepared.py)
+
+
 def keep(
     tenant: str, message_id: str, content: str, task_id: str, *, created: bool, answered: bool
 ) -> None:
     """Write the receipt; IntegrityError when a concurrent send of it committed first."""
-    MessageReceipt.objects.create(
+    _NEW.insert(
         tenant=tenant,
         message_id=message_id,
         task_id=task_id,

@@ -15,6 +15,7 @@ from a2a.event_kinds import EventKind
 from a2a.input_requests import RESPONSE_TYPE, find_data_part
 from a2a.lifecycle import TERMINAL, Action, State, move
 from a2a.models import Artifact, Message, Suspension, Task, TaskEvent
+from a2a.prepared import PreparedInsert
 from a2a.services import checks
 from a2a.services._core import (
     Actor,
@@ -28,6 +29,8 @@ from a2a.services._core import (
     set_state,
 )
 from a2a.validation import is_int
+
+_NEW_TASK = PreparedInsert(Task)  # one per send, compiled once (a2a/prepared.py)
 
 
 def create_task(
@@ -64,7 +67,7 @@ def create_task(
     # nothing below is expected to fail, and what does fails the caller's transaction too,
     # whereas a savepoint costs two round trips on every send.
     with transaction.atomic(savepoint=False):
-        task = Task.objects.create(
+        task = _NEW_TASK.insert(
             context_id=context_id or str(uuid.uuid4()),
             skill=skill,
             state=State.SUBMITTED,
