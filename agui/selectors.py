@@ -16,7 +16,7 @@ from django.db.models import Case, IntegerField, Value, When
 from a2a import access
 from a2a.models import Task
 from agui import view
-from agui.models import AguiEvent, Interrupt, ViewTask
+from agui.models import IN_VIEW, AguiEvent, Interrupt, ViewTask
 
 if TYPE_CHECKING:
     from a2a.services import Actor
@@ -56,7 +56,7 @@ def snapshot(
     restricted API key: its own tenant's). Unbounded in open tasks: what goes on a wire is
     `window`."""
     ids = list(task_ids) if task_ids is not None else None
-    tasks = _narrow(ViewTask.objects.filter(in_view=True), ids, visible_to)
+    tasks = _narrow(ViewTask.objects.filter(IN_VIEW), ids, visible_to)
     return {
         "view": {
             "tasks": dict(tasks.values_list("task_id", "entry")),
@@ -106,7 +106,7 @@ def window(
     run's thread) narrow it; `live_only=False` reads their rows whether or not they are
     still in the live view."""
     ids = list(task_ids) if task_ids is not None else None
-    rows = ViewTask.objects.filter(in_view=True) if live_only else ViewTask.objects.all()
+    rows = ViewTask.objects.filter(IN_VIEW) if live_only else ViewTask.objects.all()
     rows = _narrow(rows, ids, visible_to, context_id)
     rank = Case(
         When(status__in=view.WAITING, then=Value(1)),
