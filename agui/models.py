@@ -28,6 +28,10 @@ from a2a.models import Task
 # both databases seek `viewtask_live` (in_view, status, updated_at) and read the live rows
 # only (docs/production.md, "Scale").
 IN_VIEW = Q(in_view=Value(True))
+# Interrupts waiting for an answer, and those answered or withdrawn: written as
+# equalities for the same reason, so `interrupt_kind_pending` is sought on SQLite too.
+PENDING = Q(pending=Value(True))
+RESOLVED = Q(pending=Value(False))
 
 
 class ViewTask(models.Model):
@@ -72,6 +76,15 @@ class Interrupt(models.Model):
 
     class Meta:
         ordering = ["created_at", "interrupt_id"]
+        indexes = [
+            # the inbox and the board: pending input requests, oldest first…
+            models.Index(fields=["kind", "pending", "created_at"], name="interrupt_kind_pending"),
+            # …and the inbox's most recently resolved ones
+            models.Index(
+                fields=["kind", "pending", "-resolved_at", "-interrupt_id"],
+                name="interrupt_kind_resolved",
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.interrupt_id

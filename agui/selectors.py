@@ -16,7 +16,7 @@ from django.db.models import Case, IntegerField, Value, When
 from a2a import access
 from a2a.models import Task
 from agui import view
-from agui.models import IN_VIEW, AguiEvent, Interrupt, ViewTask
+from agui.models import IN_VIEW, PENDING, AguiEvent, Interrupt, ViewTask
 
 if TYPE_CHECKING:
     from a2a.services import Actor
@@ -37,7 +37,7 @@ def _pending(
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """Pending input requests as `/view/pendingInterrupts` entries (one query)."""
     pending = _narrow(
-        Interrupt.objects.filter(pending=True, kind=Interrupt.Kind.INPUT_REQUEST),
+        Interrupt.objects.filter(PENDING, kind=Interrupt.Kind.INPUT_REQUEST),
         ids,
         visible_to,
         context_id,
