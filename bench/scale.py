@@ -30,10 +30,14 @@ the issue's target is at most 1.25x):
   connect until its opening STATE_SNAPSHOT arrives;
 - inbox, audit: those dashboard pages (GET, the operator's session);
 - timeline: the task page of one task with 2,000 timeline entries (progress reports).
-"SQL/call": the queries of one such call made in this process through Django's test
+"SQL/call": the statements of one such call made in this process through Django's test
 client (JSON-RPC and pages; the socket's opening reads for `board`), counted once per
-size. --explain (PostgreSQL): EXPLAIN ANALYZE of each of those queries at the last
-size, one line per query: the plan's top node, the scans it uses, rows and time.
+size on every thread (the JSON-RPC door runs the ORM on a thread pool); `-` for a
+blocking send, whose run happens only in a served event loop. --explain (PostgreSQL):
+EXPLAIN ANALYZE of each of those queries at the last size, one line per query: the
+plan's top node, the scans it uses, rows and time.
+After each fill: VACUUM (ANALYZE) on PostgreSQL, ANALYZE on SQLite, as a database that has
+run for a while has been (statistics; the visibility map index-only scans rely on).
 """
 
 from __future__ import annotations
@@ -343,43 +347,42 @@ def replay(bench: Bench, op: str, prepared: dict) -> None:
         body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
         ok(c.post("/a2a/", json.dumps(body), content_type="application/json", **headers))
 
-    if True:
-        if op == "get":
-            rpc("GetTask", {"id": prepared["done"][0]})
-        elif op.startswith("list"):
-            params = {"pageSize": 50}
-            if "state" in op:
-                params["status"] = "TASK_STATE_COMPLETED"
-            if op.endswith("deep"):
-                params["pageToken"] = prepared["deep"][op]
-            rpc("ListTasks", params)
-        elif op == "pause-resume":
-            tid = prepared["working"][0]
-            rpc("PauseTask", {"taskId": tid, "reason": "scale"})
-            rpc("ResumeTask", {"taskId": tid})
-        elif op == "send":
-            rpc("SendMessage", send_params(f"tck-complete-task-{uuid.uuid4()}", True))
-        elif op == "wake":
-            name = prepared["wake"].pop()
-            ok(
-                c.post(
-                    "/api/events",
-                    json.dumps({"name": name, "payload": {}}),
-                    content_type="application/json",
-                    HTTP_AUTHORIZATION=f"Bearer {bench.token_template}",
-                )
+    if op == "get":
+        rpc("GetTask", {"id": prepared["done"][0]})
+    elif op.startswith("list"):
+        params = {"pageSize": 50}
+        if "state" in op:
+            params["status"] = "TASK_STATE_COMPLETED"
+        if op.endswith("deep"):
+            params["pageToken"] = prepared["deep"][op]
+        rpc("ListTasks", params)
+    elif op == "pause-resume":
+        tid = prepared["working"][0]
+        rpc("PauseTask", {"taskId": tid, "reason": "scale"})
+        rpc("ResumeTask", {"taskId": tid})
+    elif op == "send":
+        rpc("SendMessage", send_params(f"tck-complete-task-{uuid.uuid4()}", True))
+    elif op == "wake":
+        name = prepared["wake"].pop()
+        ok(
+            c.post(
+                "/api/events",
+                json.dumps({"name": name, "payload": {}}),
+                content_type="application/json",
+                HTTP_AUTHORIZATION=f"Bearer {bench.token_template}",
             )
-        elif op == "board":
-            from django.contrib.auth import get_user_model
+        )
+    elif op == "board":
+        from django.contrib.auth import get_user_model
 
-            from a2a.auth import user_actor
-            from agui.consumers import _bundle
+        from a2a.auth import user_actor
+        from agui.consumers import _bundle
 
-            _bundle(user_actor(get_user_model().objects.get(username="scale")))
-        elif op in ("inbox", "audit"):
-            ok(c.get(f"/{op}"))
-        elif op == "timeline":
-            ok(c.get(f"/tasks/{prepared['long']}"))
+        _bundle(user_actor(get_user_model().objects.get(username="scale")))
+    elif op in ("inbox", "audit"):
+        ok(c.get(f"/{op}"))
+    elif op == "timeline":
+        ok(c.get(f"/tasks/{prepared['long']}"))
 
 
 def explain(sqls: list[str]) -> list[str]:
@@ -480,10 +483,12 @@ def main() -> int:
                 )
                 took = time.monotonic() - start
                 with connection.cursor() as cur:
-                    cur.execute("ANALYZE" if args.scale_out else "PRAGMA optimize")
+                    # as autovacuum leaves a database that has run for months (statistics,
+                    # and the visibility map index-only scans rely on)
+                    cur.execute("VACUUM (ANALYZE)" if args.scale_out else "ANALYZE")
                 print(
                     f"fill to {target:,} tasks: {took:.0f} s ({took / max(1, target) * 1e6:.0f} "
-                    f"us a task); ANALYZE {time.monotonic() - start - took:.0f} s",
+                    f"us a task); VACUUM/ANALYZE {time.monotonic() - start - took:.0f} s",
                     flush=True,
                 )
             port = free_port()
