@@ -163,14 +163,12 @@ class Bench:
         url = f"ws://127.0.0.1:{self.port}/ws/agui/"
         headers = {"Cookie": f"sessionid={self.session}", "Origin": f"http://127.0.0.1:{self.port}"}
         start = time.perf_counter()
-        ws = connect(url, additional_headers=headers, max_size=None, open_timeout=60)
-        try:
+        with connect(
+            url, additional_headers=headers, max_size=None, open_timeout=60, close_timeout=0.01
+        ) as ws:
             while json.loads(ws.recv(timeout=60)).get("type") != "STATE_SNAPSHOT":
                 pass
             return time.perf_counter() - start
-        finally:
-            ws.close_timeout = 0.01
-            ws.close()
 
 
 def send_params(message_id: str, immediately: bool = False) -> dict:
