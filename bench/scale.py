@@ -472,6 +472,7 @@ def main() -> int:
         for step in steps:
             target = int(args.tasks * step)
             if filler.made < target:
+                adding = target - filler.made
                 start = time.monotonic()
                 filler.fill(
                     target - filler.made,
@@ -485,7 +486,7 @@ def main() -> int:
                     # and the visibility map index-only scans rely on)
                     cur.execute("VACUUM (ANALYZE)" if args.scale_out else "ANALYZE")
                 print(
-                    f"fill to {target:,} tasks: {took:.0f} s ({took / max(1, target) * 1e6:.0f} "
+                    f"fill to {target:,} tasks: {took:.0f} s ({took / adding * 1e6:.0f} "
                     f"us a task); VACUUM/ANALYZE {time.monotonic() - start - took:.0f} s",
                     flush=True,
                 )
