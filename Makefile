@@ -150,6 +150,14 @@ bench-load: $(STAMP) interop-venv
 	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
 	$(PY) bench/load.py $(BENCH_ARGS)
 
+## The scale benchmark, bench/scale.py: fills a throwaway database in bulk (SQLite, 100,000
+## tasks; BENCH_ARGS="--scale-out": PostgreSQL + Redis, 1,000,000) and times each operation
+## at empty, 10 % and full size (docs/production.md, "Scale"). About 10 minutes on SQLite,
+## 30 on PostgreSQL; e.g. make bench-scale BENCH_ARGS="--tasks 20000 --ops get,list".
+.PHONY: bench-scale
+bench-scale: $(STAMP)
+	$(PY) bench/scale.py $(BENCH_ARGS)
+
 ## The official A2A conformance kits against a fresh Taskdeck (docs/conformance.md):
 ## make conformance TCK03=<clone at tag 0.3.0.beta3> TCK10=<clone at branch 1.0-dev>
 ## (either may be left out). Kits' virtualenvs and reports under var/conformance/.

@@ -73,6 +73,12 @@ class Task(models.Model):
         indexes = [
             models.Index(fields=["state", "-updated_at"], name="task_state_updated"),
             models.Index(fields=["-updated_at", "-id"], name="task_updated_id"),
+            # a tenant's ListTasks pages (restricted keys see their own tasks), with and
+            # without a state filter: newest first, from an index at any depth
+            models.Index(fields=["owner", "-updated_at", "-id"], name="task_owner_updated"),
+            models.Index(
+                fields=["owner", "state", "-updated_at", "-id"], name="task_owner_state_updated"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -235,7 +241,11 @@ class TaskEvent(models.Model):
 
     class Meta:
         ordering = ["id"]
-        indexes = [models.Index(fields=["task", "id"], name="event_task_id")]
+        indexes = [
+            models.Index(fields=["task", "id"], name="event_task_id"),
+            # the audit page: API clients' actions, newest first, a page at a time
+            models.Index(fields=["-created_at", "-id"], name="event_created_id"),
+        ]
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.kind} {self.task_id}"

@@ -32,7 +32,7 @@ from typing import Any
 
 import jsonpatch
 from ag_ui.core import ActivityDeltaEvent, ActivitySnapshotEvent, StateDeltaEvent
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -43,7 +43,7 @@ from a2a.lifecycle import State
 from a2a.models import Message, Task, TaskEvent
 from a2a.prepared import Prepared, PreparedInsert, PreparedUpdate
 from agui import view
-from agui.models import AguiEvent, Interrupt, ViewTask
+from agui.models import IN_VIEW, AguiEvent, Interrupt, ViewTask
 
 log = logging.getLogger(__name__)
 VIEW_GROUP = "agui-view"
@@ -222,16 +222,38 @@ def on_task_event(event: TaskEvent) -> None:
 
 
 @functools.lru_cache(maxsize=16)
-def _pushed_out(finished_max: int, limit: int) -> Prepared:
-    """The finished tasks beyond the newest `finished_max`, `limit` at most: read as every
-    task finishes, so compiled once per bound (a2a/prepared.py says why)."""
-    return Prepared(
-        lambda: (
-            ViewTask.objects.filter(in_view=True, status__in=view.FINISHED)
+def _pushed_out(finished_max: int, limit: int) -> tuple[str, tuple]:
+    """SQL of the finished tasks beyond the newest `finished_max` in the view, `limit` at
+    most, as (task_id, version) rows: read as every task finishes, so composed once per
+    bound.
+
+    One ordered read per finished state, merged, rather than one read over all of them
+    (`status IN (...) ORDER BY updated_at`): no index gives that order across several
+    statuses, so the database read every live finished row's index entry and sorted them
+    — on PostgreSQL together with the entries of rows already evicted, dead until VACUUM
+    comes by (each eviction leaves one in this range), so a finishing writer's read grew
+    with every task finished since the last vacuum: 0.5 ms at 1,000 tasks, 8 ms at 9,000
+    (docs/production.md, "Scale"). Each state's read walks `viewtask_live` (in_view,
+    status, updated_at) from the newest and stops after `finished_max + limit` rows,
+    never reaching the dead entries, which are older than every live one."""
+    newest = finished_max + limit
+    parts, params = [], []
+    for i, state in enumerate(view.FINISHED):
+        sql, p = (
+            ViewTask.objects.filter(IN_VIEW, status=state)
             .order_by("-updated_at", "-task_id")
-            .values_list("task_id", "version")[finished_max : finished_max + limit]
+            .values_list("task_id", "version", "updated_at")[:newest]
+            .query.sql_with_params()
         )
+        parts.append(f"SELECT * FROM ({sql}) AS finished_{i}")
+        params.extend(p)
+    columns = "pushed.task_id, pushed.version"
+    order = "pushed.updated_at DESC, pushed.task_id DESC"
+    sql = (
+        f"SELECT {columns} FROM ({' UNION ALL '.join(parts)}) AS pushed "
+        f"ORDER BY {order} LIMIT {int(limit)} OFFSET {int(finished_max)}"
     )
+    return sql, tuple(params)
 
 
 def evict_finished(
@@ -261,11 +283,13 @@ def _evictions(now: datetime, *, limit: int, by_age: bool) -> list[AguiEvent]:
     """evict_finished's work but the insert: the rows of the removals it made, for the
     caller to write (a finishing writer writes them with its own change's, one insert)."""
     bound = view.limits()
-    leaving = dict(_pushed_out(bound.finished_max, limit).fetch())
+    with connection.cursor() as cursor:
+        cursor.execute(*_pushed_out(bound.finished_max, limit))
+        leaving = dict(cursor.fetchall())
     if by_age:
         cutoff = now - timedelta(minutes=bound.finished_minutes)
         expired = ViewTask.objects.filter(
-            in_view=True, status__in=view.FINISHED, updated_at__lt=cutoff
+            IN_VIEW, status__in=view.FINISHED, updated_at__lt=cutoff
         ).order_by("updated_at", "task_id")
         leaving.update(expired.values_list("task_id", "version")[:limit])
     rows = []

@@ -15,7 +15,7 @@ from a2a.errors import TaskNotFound, TransitionRefused, refusal_hint
 from a2a.event_kinds import EventKind
 from a2a.lifecycle import PAUSED, Action, move
 from a2a.models import Task, TaskEvent
-from agui.models import Interrupt, ViewTask
+from agui.models import PENDING, RESOLVED, Interrupt, ViewTask
 from dashboard.models import AuditEntry
 from dashboard.vocabulary import MODE_EFFECT, verb
 
@@ -276,9 +276,11 @@ def inbox(q: str = "", resolved_limit: int = 50) -> tuple[list[InboxItem], list[
     """Pending input requests (oldest first: they have waited longest) and the most recent
     resolved ones. Three queries."""
     base = Interrupt.objects.filter(kind=Interrupt.Kind.INPUT_REQUEST).select_related("task")
-    pending = list(base.filter(pending=True).order_by("created_at", "interrupt_id"))
-    resolved = list(base.filter(pending=False).order_by("-resolved_at", "-interrupt_id"))
-    resolved = resolved[: resolved_limit * 2]
+    pending = list(base.filter(PENDING).order_by("created_at", "interrupt_id"))
+    # cut in the query: every request ever answered is resolved (it read them all, then
+    # kept a hundred)
+    resolved = base.filter(RESOLVED).order_by("-resolved_at", "-interrupt_id")
+    resolved = list(resolved[: resolved_limit * 2])
     ids = {i.task_id for i in pending + resolved}
     titles = dict(ViewTask.objects.filter(task_id__in=ids).values_list("task_id", "entry__title"))
 
@@ -455,7 +457,12 @@ def audit_entries(query, size: int = AUDIT_PAGE) -> AuditPage:
     if f["q"]:
         qs = qs.filter(reason__icontains=f["q"]) | qs.filter(detail__icontains=f["q"])
     events = _api_events(f)
-    total = min(qs.count() + events.count(), AUDIT_DEPTH)
+    # counted no further than paging reaches (the event log grows without bound), in no
+    # order: TaskEvent's default order by id would walk the whole log from its first row
+    total = min(
+        qs.order_by()[:AUDIT_DEPTH].count() + events.order_by()[:AUDIT_DEPTH].count(),
+        AUDIT_DEPTH,
+    )
     pages = max(1, -(-total // size))
     try:
         page = min(max(1, int(query.get("page") or 1)), pages)

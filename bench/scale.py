@@ -1,0 +1,567 @@
+"""Does a call cost the same on an empty database and after a million tasks? Fills a
+throwaway database in bulk with a realistic mix (bench/_scale_fill.py says what and how),
+then measures each operation over real HTTP at empty, 10 % and full. Prints figures;
+asserts nothing.
+
+    make bench-scale       # SQLite, 100,000 tasks
+    .venv/bin/python bench/scale.py [--scale-out] [--tasks N] [--calls 40] [--steps 0,0.1,1]
+        [--ops get,list,...] [--explain] [--keep-db]
+
+--scale-out: PostgreSQL + Redis (its own database `taskdeck_bench_scale`, Redis db 7), and
+--tasks defaults to 1,000,000; otherwise SQLite in a temporary directory, 100,000. The
+fill's time is printed at each step. One Daphne (bench/_harness.py) serves every call;
+it is stopped while the bench fills and started again (so each size's figures start
+from a fresh process: --warmup calls first, not counted).
+
+Operations, each --calls times one at a time (median and p95 per size, and full/empty;
+the issue's target is at most 1.25x):
+- get: GetTask (JSON-RPC, A2A 1.0) of a task made before the first size;
+- list / list-deep / list-state / list-state-deep: ListTasks {pageSize: 50}, first page
+  and the page after 20 pages (following pageToken), without and with a state filter
+  (TASK_STATE_COMPLETED), as one tenant's API key (restricted: its own tasks);
+- send-blocking: SendMessage to the `tck` agent, which completes at once (run in the web
+  process: a2a/runtime/inline.py); send: the same with returnImmediately (the run is a
+  worker's; none runs here, so the jobs only queue);
+- pause-resume: PauseTask then ResumeTask of a working task (one pair per call);
+- wake: POST /api/events naming the event one parked task waits for (the fill parks
+  ~50,000 per million, each on its own event; at every size the bench parks its own
+  --calls tasks through the services and wakes those, so each size wakes the same way);
+- board: the dashboard's AG-UI socket (/ws/agui/, a signed-in operator's session):
+  connect until its opening STATE_SNAPSHOT arrives;
+- inbox, audit: those dashboard pages (GET, the operator's session);
+- timeline: the task page of one task with 2,000 timeline entries (progress reports).
+"SQL/call": the statements of one such call made in this process through Django's test
+client (JSON-RPC and pages; the socket's opening reads for `board`), counted once per
+size on every thread (the JSON-RPC door runs the ORM on a thread pool); `-` for a
+blocking send, whose run happens only in a served event loop. --explain (PostgreSQL):
+EXPLAIN ANALYZE of each of those queries at the last size, one line per query: the
+plan's top node, the scans it uses, rows and time.
+After each fill: VACUUM (ANALYZE) on PostgreSQL, ANALYZE on SQLite, as a database that has
+run for a while has been (statistics; the visibility map index-only scans rely on).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import _harness
+import _scale_fill
+from _harness import PG_ADMIN, free_port, start_server
+
+PG_DB = "taskdeck_bench_scale"
+PG_URL = PG_ADMIN.rsplit("/", 1)[0] + "/" + PG_DB
+REDIS_URL = "redis://127.0.0.1:6379/7"
+TENANTS = 5
+OPS = (
+    "get",
+    "list",
+    "list-deep",
+    "list-state",
+    "list-state-deep",
+    "send-blocking",
+    "send",
+    "pause-resume",
+    "wake",
+    "board",
+    "inbox",
+    "audit",
+    "timeline",
+)
+DEEP_PAGES = 20
+TIMELINE_ENTRIES = 2000
+
+
+def environment(scale_out: bool) -> dict[str, str]:
+    """This process's and the server's environment; call before django.setup()."""
+    sys.path.insert(0, str(_harness.ROOT))
+    var = tempfile.mkdtemp(prefix="taskdeck-bench-scale-")
+    env = {
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        "DJANGO_SECRET_KEY": "bench-only",
+        "TASKDECK_VAR_DIR": var,
+        "TASKDECK_DEBUG": "0",
+        "TASKDECK_RATE_CREATE": "0",
+        "TASKDECK_EXTRA_AGENTS": "a2a.runtime.agents.tck",
+    }
+    if scale_out:
+        import psycopg
+
+        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {PG_DB} WITH (FORCE)")
+            conn.execute(f"CREATE DATABASE {PG_DB}")
+        env.update(DATABASE_URL=PG_URL, REDIS_URL=REDIS_URL)
+    os.environ.update(env)
+    return dict(os.environ)
+
+
+def drop_db() -> None:
+    import psycopg
+    from django.db import connections
+
+    connections.close_all()
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {PG_DB} WITH (FORCE)")
+
+
+class Bench:
+    """What the measurements share: keys, the session, the tasks they act on."""
+
+    def __init__(self, args) -> None:
+        from django.contrib.auth import get_user_model
+        from django.test import Client
+
+        from a2a import api_keys
+        from a2a.auth import authenticate
+
+        self.args = args
+        self.tokens = {}
+        for k in range(TENANTS):
+            _, self.tokens[f"tenant-{k}"] = api_keys.create_key(f"tenant-{k}", ["read", "write"])
+        _, template_token = api_keys.create_key(_scale_fill.TEMPLATE_TENANT, ["read", "write"])
+        self.template_actor = authenticate(f"Bearer {template_token}").actor
+        self.token = self.tokens["tenant-0"]
+        self.headers = {"Authorization": f"Bearer {self.token}", "A2A-Version": "1.0"}
+        user = get_user_model().objects.create_superuser("scale", "scale@example.com", "x")
+        client = Client(HTTP_HOST="127.0.0.1")  # an allowed host
+        client.force_login(user)
+        self.session = client.cookies["sessionid"].value
+        self.client = client  # in-process: query counts
+        self.port = 0
+        self.http = None
+
+    # -- HTTP ---------------------------------------------------------------------------
+
+    def rpc(self, method: str, params: dict) -> dict:
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        r = self.http.post("/a2a/", json=body, headers=self.headers)
+        answer = r.json()
+        if "error" in answer:
+            raise RuntimeError(f"{method}: {answer['error']}")
+        return answer["result"]
+
+    def page(self, path: str) -> None:
+        r = self.http.get(path, cookies={"sessionid": self.session})
+        if r.status_code != 200:
+            raise RuntimeError(f"GET {path}: HTTP {r.status_code}")
+
+    def board(self) -> float:
+        """Seconds from opening the socket to its STATE_SNAPSHOT. Closed without waiting
+        for the server's close frame: it is still sending the window's activities."""
+        from websockets.sync.client import connect
+
+        url = f"ws://127.0.0.1:{self.port}/ws/agui/"
+        headers = {"Cookie": f"sessionid={self.session}", "Origin": f"http://127.0.0.1:{self.port}"}
+        start = time.perf_counter()
+        with connect(
+            url, additional_headers=headers, max_size=None, open_timeout=60, close_timeout=0.01
+        ) as ws:
+            while json.loads(ws.recv(timeout=60)).get("type") != "STATE_SNAPSHOT":
+                pass
+            return time.perf_counter() - start
+
+
+def send_params(message_id: str, immediately: bool = False) -> dict:
+    params = {
+        "message": {"role": "ROLE_USER", "messageId": message_id, "parts": [{"text": "go"}]},
+        "metadata": {"skill": "tck"},
+    }
+    if immediately:
+        params["configuration"] = {"returnImmediately": True}
+    return params
+
+
+BASE = (DEEP_PAGES + 2) * 50  # the measuring tenant's completed tasks at every size
+
+
+def prepare(bench: Bench) -> dict:
+    """Tasks every size's calls act on, made once before the first size: BASE completed
+    tasks of the measuring tenant (through the services: so "empty" has enough for a
+    deep page), working ones to pause, and the task with the long timeline."""
+    from a2a import services
+    from a2a.auth import authenticate
+
+    agent = services.Actor("agent", "scale")
+    mine = authenticate(f"Bearer {bench.token}").actor
+    done = []
+    for i in range(BASE):
+        msg = services.IncomingMessage(
+            message_id=f"base-{i}", parts=[{"kind": "text", "text": f"base job {i}"}]
+        )
+        tid = services.create_task(msg, actor=mine, skill="batch").id
+        services.start_task(tid, actor=agent)
+        services.complete_task(tid, actor=agent, text="done")
+        done.append(tid)
+    done = done[-20:]
+    working = [
+        bench.rpc("SendMessage", send_params(f"scale-idle-{uuid.uuid4()}"))["task"]["id"]
+        for _ in range(4)
+    ]
+    msg = services.IncomingMessage(
+        message_id=f"long-{uuid.uuid4()}", parts=[{"kind": "text", "text": "a long story"}]
+    )
+    long = services.create_task(msg, actor=bench.template_actor, skill="batch").id
+    services.start_task(long, actor=agent)
+    for i in range(TIMELINE_ENTRIES - 2):
+        services.report_progress(long, i % 1000, 1000, actor=agent)
+    return {"done": done, "working": working, "long": long}
+
+
+def parked_tasks(bench: Bench, n: int) -> list[str]:
+    """n tasks parked by their agent, each until its own event; the event names."""
+    from a2a import services
+
+    agent = services.Actor("agent", "scale")
+    names = []
+    for _ in range(n):
+        name = f"scale.wake.{uuid.uuid4().hex[:12]}"
+        msg = services.IncomingMessage(
+            message_id=f"park-{uuid.uuid4()}", parts=[{"kind": "text", "text": "wait"}]
+        )
+        tid = services.create_task(msg, actor=bench.template_actor, skill="batch").id
+        services.start_task(tid, actor=agent)
+        services.park_task(tid, actor=agent, reason="waiting", conditions={"onEvent": name})
+        names.append(name)
+    return names
+
+
+def operations(bench: Bench, prepared: dict) -> dict:
+    """op -> (call(i), in-process replay for the query count or None)."""
+    tenant_page = {"pageSize": 50}
+    state_page = {"pageSize": 50, "status": "TASK_STATE_COMPLETED"}
+    deep_tokens: dict[str, str] = {}
+    prepared["deep"] = deep_tokens
+
+    def deep_token(key: str, params: dict) -> str:
+        if key not in deep_tokens:
+            token = ""
+            for _ in range(DEEP_PAGES):
+                token = bench.rpc("ListTasks", {**params, "pageToken": token} if token else params)[
+                    "nextPageToken"
+                ]
+            deep_tokens[key] = token
+        return deep_tokens[key]
+
+    def listing(params: dict, deep: str | None):
+        def call(i: int) -> None:
+            p = {**params, "pageToken": deep_token(deep, params)} if deep else params
+            page = bench.rpc("ListTasks", p)
+            assert len(page["tasks"]) == 50, page.get("totalSize")
+
+        return call
+
+    def get(i: int) -> None:
+        bench.rpc("GetTask", {"id": prepared["done"][i % len(prepared["done"])]})
+
+    def send_blocking(i: int) -> None:
+        r = bench.rpc("SendMessage", send_params(f"tck-complete-task-{uuid.uuid4()}"))
+        assert r["task"]["status"]["state"] == "TASK_STATE_COMPLETED", r
+
+    def send(i: int) -> None:
+        r = bench.rpc("SendMessage", send_params(f"tck-complete-task-{uuid.uuid4()}", True))
+        assert "task" in r, r
+
+    def pause_resume(i: int) -> None:
+        tid = prepared["working"][i % len(prepared["working"])]
+        bench.rpc("PauseTask", {"taskId": tid, "reason": "scale"})
+        bench.rpc("ResumeTask", {"taskId": tid})
+
+    def wake(i: int) -> None:
+        name = prepared["wake"].pop()
+        r = bench.http.post(
+            "/api/events",
+            json={"name": name, "payload": {}},
+            headers={"Authorization": f"Bearer {bench.token_template}"},
+        )
+        assert r.status_code == 201 and len(r.json()["woke"]) == 1, r.text
+
+    return {
+        "get": get,
+        "list": listing(tenant_page, None),
+        "list-deep": listing(tenant_page, "list-deep"),
+        "list-state": listing(state_page, None),
+        "list-state-deep": listing(state_page, "list-state-deep"),
+        "send-blocking": send_blocking,
+        "send": send,
+        "pause-resume": pause_resume,
+        "wake": wake,
+        "board": lambda i: bench.board(),
+        "inbox": lambda i: bench.page("/inbox"),
+        "audit": lambda i: bench.page("/audit"),
+        "timeline": lambda i: bench.page(f"/tasks/{prepared['long']}"),
+    }
+
+
+CAPTURED: list[str] | None = None  # the SQL of the replayed call, every thread's
+
+
+def capture_queries() -> None:
+    """Record every statement any thread runs while CAPTURED is a list (the JSON-RPC
+    door runs the ORM on a thread pool: a per-connection capture would miss it)."""
+    from django.db.backends import utils
+
+    execute = utils.CursorWrapper._execute_with_wrappers
+
+    def counted(self, sql, params, many, executor):
+        result = execute(self, sql, params, many, executor)
+        if CAPTURED is not None:
+            CAPTURED.append(self.db.ops.last_executed_query(self.cursor, sql, params))
+        return result
+
+    utils.CursorWrapper._execute_with_wrappers = counted
+
+
+def count_queries(bench: Bench, op: str, prepared: dict) -> tuple[int, list[str]]:
+    """The queries one call of `op` makes, made in this process (Django's test client for
+    HTTP; the socket's opening reads for `board`); (count, their SQL)."""
+    global CAPTURED
+    CAPTURED = []
+    try:
+        replay(bench, op, prepared)
+        return (len(CAPTURED), CAPTURED) if op != "send-blocking" else (-1, [])
+    finally:
+        CAPTURED = None
+
+
+def replay(bench: Bench, op: str, prepared: dict) -> None:
+    c = bench.client
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {bench.token}", "HTTP_A2A_VERSION": "1.0"}
+
+    def ok(response):
+        if response.status_code not in (200, 201) or b'"error"' in response.content[:200]:
+            raise RuntimeError(f"{op}: {response.status_code} {response.content[:300]!r}")
+
+    def rpc(method, params):
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        ok(c.post("/a2a/", json.dumps(body), content_type="application/json", **headers))
+
+    if op == "get":
+        rpc("GetTask", {"id": prepared["done"][0]})
+    elif op.startswith("list"):
+        params = {"pageSize": 50}
+        if "state" in op:
+            params["status"] = "TASK_STATE_COMPLETED"
+        if op.endswith("deep"):
+            params["pageToken"] = prepared["deep"][op]
+        rpc("ListTasks", params)
+    elif op == "pause-resume":
+        tid = prepared["working"][0]
+        rpc("PauseTask", {"taskId": tid, "reason": "scale"})
+        rpc("ResumeTask", {"taskId": tid})
+    elif op == "send":
+        rpc("SendMessage", send_params(f"tck-complete-task-{uuid.uuid4()}", True))
+    elif op == "wake":
+        name = prepared["wake"].pop()
+        ok(
+            c.post(
+                "/api/events",
+                json.dumps({"name": name, "payload": {}}),
+                content_type="application/json",
+                HTTP_AUTHORIZATION=f"Bearer {bench.token_template}",
+            )
+        )
+    elif op == "board":
+        from django.contrib.auth import get_user_model
+
+        from a2a.auth import user_actor
+        from agui.consumers import _bundle
+
+        _bundle(user_actor(get_user_model().objects.get(username="scale")))
+    elif op in ("inbox", "audit"):
+        ok(c.get(f"/{op}"))
+    elif op == "timeline":
+        ok(c.get(f"/tasks/{prepared['long']}"))
+
+
+def explain(sqls: list[str]) -> list[str]:
+    """One line per SELECT: top plan node, scans, rows, time (PostgreSQL)."""
+    from django.db import connection
+
+    out = []
+    for sql in sqls:
+        if not sql.lstrip().upper().startswith("SELECT") or "FOR UPDATE" in sql:
+            continue
+        with connection.cursor() as cur:
+            cur.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql)
+            plan = cur.fetchone()[0]
+            plan = json.loads(plan) if isinstance(plan, str) else plan
+        top = plan[0]["Plan"]
+        scans: list[str] = []
+
+        def walk(node, scans=scans):
+            if "Scan" in node["Node Type"]:
+                where = node.get("Index Name") or node.get("Relation Name", "")
+                scans.append(f"{node['Node Type']} {where} ({node.get('Actual Rows')} rows)")
+            for child in node.get("Plans", []):
+                walk(child)
+
+        walk(top)
+        short = re.sub(r"\s+", " ", sql)[:110]
+        out.append(
+            f"{plan[0]['Execution Time']:8.2f} ms  {top['Node Type']}, "
+            f"{top.get('Actual Rows')} rows; {'; '.join(scans)}  <- {short}"
+        )
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale-out", action="store_true", help="PostgreSQL + Redis")
+    parser.add_argument("--tasks", type=int, default=0, help="full size (1M PG, 100k SQLite)")
+    parser.add_argument("--calls", type=int, default=40, help="measured calls per op and size")
+    parser.add_argument("--warmup", type=int, default=5, help="uncounted calls first")
+    parser.add_argument("--steps", default="0,0.1,1", help="sizes, as fractions of --tasks")
+    parser.add_argument("--ops", default=",".join(OPS))
+    parser.add_argument("--explain", action="store_true", help="EXPLAIN ANALYZE at the end")
+    parser.add_argument("--keep-db", action="store_true")
+    args = parser.parse_args()
+    args.tasks = args.tasks or (1_000_000 if args.scale_out else 100_000)
+    ops = [o for o in args.ops.split(",") if o]
+    if bad := [o for o in ops if o not in OPS]:
+        parser.error(f"unknown operations: {', '.join(bad)}")
+    steps = [float(s) for s in args.steps.split(",")]
+    env = environment(args.scale_out)
+    import django
+    import httpx
+
+    django.setup()
+    import logging
+
+    from django.core.management import call_command
+    from django.db import connection
+
+    logging.getLogger("a2a.runtime.inline").setLevel(logging.ERROR)
+    call_command("migrate", verbosity=0)
+    capture_queries()
+    mode = "PostgreSQL + Redis" if args.scale_out else "SQLite"
+    print(f"$ {' '.join(sys.orig_argv)}")
+    print(
+        f"bench/scale.py: {mode}, full size {args.tasks:,} tasks, {args.calls} calls per "
+        f"operation and size after {args.warmup} uncounted; load average "
+        f"{' '.join(Path('/proc/loadavg').read_text().split()[:3])}",
+        flush=True,
+    )
+    bench = Bench(args)
+    # the template tenant's key emits the wake events: its tasks are the parked ones
+    from a2a import api_keys, services
+
+    _, bench.token_template = api_keys.create_key(
+        "scale-waker", ["read", "write"], owner=_scale_fill.TEMPLATE_TENANT
+    )
+    agent = services.Actor("agent", "scale")
+    made = _scale_fill.make_templates(bench.template_actor, agent)
+    templates = {k: _scale_fill.read_template(connection, k, tid) for k, tid in made.items()}
+    filler = _scale_fill.Filler(connection, templates, [f"tenant-{k}" for k in range(TENANTS)])
+    server = None
+    results: dict[tuple[str, float], list[float]] = {}
+    queries: dict[tuple[str, float], int] = {}
+    last_sql: dict[str, list[str]] = {}
+    prepared: dict = {}
+    status = 0
+    try:
+        for step in steps:
+            target = int(args.tasks * step)
+            if filler.made < target:
+                adding = target - filler.made
+                start = time.monotonic()
+                filler.fill(
+                    target - filler.made,
+                    progress=lambda n, s=start, t=target: print(
+                        f"  filled {filler.made:,}/{t:,} ({time.monotonic() - s:.0f} s)", flush=True
+                    ),
+                )
+                took = time.monotonic() - start
+                with connection.cursor() as cur:
+                    # as autovacuum leaves a database that has run for months (statistics,
+                    # and the visibility map index-only scans rely on)
+                    cur.execute("VACUUM (ANALYZE)" if args.scale_out else "ANALYZE")
+                print(
+                    f"fill to {target:,} tasks: {took:.0f} s ({took / adding * 1e6:.0f} "
+                    f"us a task); VACUUM/ANALYZE {time.monotonic() - start - took:.0f} s",
+                    flush=True,
+                )
+            port = free_port()
+            server = start_server(env, port)
+            bench.port = port
+            bench.http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120)
+            if not prepared:
+                prepared = prepare(bench)
+            prepared["wake"] = parked_tasks(bench, args.warmup + args.calls + 1)
+            calls = operations(bench, prepared)
+            print(
+                f"size {target:,} tasks (load average "
+                f"{' '.join(Path('/proc/loadavg').read_text().split()[:3])}):",
+                flush=True,
+            )
+            for op in ops:
+                for i in range(args.warmup):
+                    calls[op](i)
+                times = []
+                for i in range(args.calls):
+                    t = time.perf_counter()
+                    took = calls[op](i)  # a call that times itself returns its seconds
+                    times.append(took if took is not None else time.perf_counter() - t)
+                results[(op, step)] = times
+                n, sqls = count_queries(bench, op, prepared)
+                queries[(op, step)] = n
+                last_sql[op] = sqls
+                print(
+                    f"  {op:16s} p50 {statistics.median(times) * 1000:8.1f} ms  "
+                    f"p95 {_harness.quantile(sorted(times), 0.95) * 1000:8.1f} ms  "
+                    f"{n if n >= 0 else '-'} queries",
+                    flush=True,
+                )
+            bench.http.close()
+            server.terminate()
+            server.wait(timeout=30)
+            server = None
+        print()
+        head = "".join(f"{f'{int(args.tasks * s):,}: p50 / p95':>22}" for s in steps)
+        print(f"{'operation':16s}{head}{'full/empty p50':>16}{'SQL/call':>10}")
+        for op in ops:
+            cells = "".join(
+                f"{statistics.median(results[(op, s)]) * 1000:>13.1f} / "
+                f"{_harness.quantile(sorted(results[(op, s)]), 0.95) * 1000:<6.1f}"
+                for s in steps
+            )
+            ratio = statistics.median(results[(op, steps[-1])]) / statistics.median(
+                results[(op, steps[0])]
+            )
+            qs = "/".join(str(queries[(op, s)]) if queries[(op, s)] >= 0 else "-" for s in steps)
+            print(f"{op:16s}{cells}{ratio:>15.2f}x{qs:>10}")
+        print(
+            f"(ms; SQL/call at each size; load average at the end "
+            f"{' '.join(Path('/proc/loadavg').read_text().split()[:3])})"
+        )
+        if args.explain and connection.vendor == "postgresql":
+            print("\nEXPLAIN ANALYZE at the last size (execution time, top node, scans):")
+            for op in ops:
+                print(f"{op}:")
+                for line in explain(last_sql.get(op, [])):
+                    print("  " + line)
+    except KeyboardInterrupt:
+        status = 130
+    finally:
+        if server is not None:
+            server.kill()
+            server.wait()
+        if args.scale_out and not args.keep_db:
+            drop_db()
+        elif not args.scale_out and not args.keep_db:
+            shutil.rmtree(env["TASKDECK_VAR_DIR"], ignore_errors=True)
+    return status
+
+
+if __name__ == "__main__":
+    random.seed(28)
+    sys.exit(main())
