@@ -110,3 +110,16 @@ def percentiles(values: list[float]) -> str:
     ordered = sorted(values)
     ms = (quantile(ordered, 0.5) * 1000, quantile(ordered, 0.99) * 1000, ordered[-1] * 1000)
     return "n={} p50={:.1f} ms  p99={:.1f} ms  max={:.1f} ms".format(len(values), *ms)
+
+
+def send_params(message_id: str, *, immediately: bool = False) -> dict:
+    """A JSON-RPC SendMessage's params for the conformance kit's scripted agent (`tck`,
+    which the benches turn on in `configure`): its message id picks what the agent does
+    (e.g. `tck-complete-task-…` completes at once)."""
+    params = {
+        "message": {"role": "ROLE_USER", "messageId": message_id, "parts": [{"text": "bench"}]},
+        "metadata": {"skill": "tck"},
+    }
+    if immediately:
+        params["configuration"] = {"returnImmediately": True}
+    return params

@@ -101,7 +101,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from _harness import PG_ADMIN, REDIS, ROOT, free_port, wait_for_port
+from _harness import PG_ADMIN, REDIS, ROOT, free_port, send_params, wait_for_port
 
 INTEROP_PY = ROOT / ".venv-interop" / "bin" / "python"
 WRK_DIR = Path(__file__).resolve().parent / "wrk"
@@ -353,16 +353,6 @@ def stop(server: Server) -> None:
 
 
 # ---------------------------------------------------------------------------- JSON-RPC set-up
-
-
-def send_params(message_id: str, *, immediately: bool = False) -> dict:
-    params = {
-        "message": {"role": "ROLE_USER", "messageId": message_id, "parts": [{"text": "bench"}]},
-        "metadata": {"skill": "tck"},
-    }
-    if immediately:
-        params["configuration"] = {"returnImmediately": True}
-    return params
 
 
 def rpc_body(method: str, params: dict) -> dict:

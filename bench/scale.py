@@ -57,7 +57,7 @@ from pathlib import Path
 
 import _harness
 import _scale_fill
-from _harness import PG_ADMIN, free_port, start_server
+from _harness import PG_ADMIN, free_port, send_params, start_server
 
 PG_DB = "taskdeck_bench_scale"
 PG_URL = PG_ADMIN.rsplit("/", 1)[0] + "/" + PG_DB
@@ -171,16 +171,6 @@ class Bench:
             return time.perf_counter() - start
 
 
-def send_params(message_id: str, immediately: bool = False) -> dict:
-    params = {
-        "message": {"role": "ROLE_USER", "messageId": message_id, "parts": [{"text": "go"}]},
-        "metadata": {"skill": "tck"},
-    }
-    if immediately:
-        params["configuration"] = {"returnImmediately": True}
-    return params
-
-
 BASE = (DEEP_PAGES + 2) * 50  # the measuring tenant's completed tasks at every size
 
 
@@ -268,7 +258,9 @@ def operations(bench: Bench, prepared: dict) -> dict:
         assert r["task"]["status"]["state"] == "TASK_STATE_COMPLETED", r
 
     def send(i: int) -> None:
-        r = bench.rpc("SendMessage", send_params(f"tck-complete-task-{uuid.uuid4()}", True))
+        r = bench.rpc(
+            "SendMessage", send_params(f"tck-complete-task-{uuid.uuid4()}", immediately=True)
+        )
         assert "task" in r, r
 
     def pause_resume(i: int) -> None:
@@ -359,7 +351,7 @@ def replay(bench: Bench, op: str, prepared: dict) -> None:
         rpc("PauseTask", {"taskId": tid, "reason": "scale"})
         rpc("ResumeTask", {"taskId": tid})
     elif op == "send":
-        rpc("SendMessage", send_params(f"tck-complete-task-{uuid.uuid4()}", True))
+        rpc("SendMessage", send_params(f"tck-complete-task-{uuid.uuid4()}", immediately=True))
     elif op == "wake":
         name = prepared["wake"].pop()
         ok(
