@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import DatabaseError, connections
+from django.db import DatabaseError, connections, transaction
 from django.db.models import (
     DateField,
     DateTimeField,
@@ -303,6 +303,11 @@ class PreparedInsert:
                 given += 1
             elif field.name in values:  # a related object, as create(task=task) takes it
                 target = values[field.name]
+                if target is not None and target.pk is None:  # as the ORM refuses it
+                    raise ValueError(
+                        f"save() prohibited to prevent data loss due to unsaved related "
+                        f"object '{field.name}'."
+                    )
                 related.append((field, target))
                 value = None if target is None else target.pk
                 given += 1
@@ -313,7 +318,7 @@ class PreparedInsert:
             unknown = set(values) - {n for f in self.fields for n in (f.name, f.attname)}
             raise TypeError(f"{self.model.__name__} has no field named {sorted(unknown)}")
         params = [f.get_db_prep_save(v, connection) for f, v in zip(self.fields, row, strict=True)]
-        with connection.cursor() as cursor:
+        with transaction.mark_for_rollback_on_error(using), connection.cursor() as cursor:
             cursor.execute(sql, params)
             returned = cursor.fetchone() if self.auto else None
         saved = {f.attname: v for f, v in zip(self.fields, row, strict=True)}
@@ -345,7 +350,7 @@ class PreparedInsert:
             if by_column
             else list(itertools.chain.from_iterable(rows))
         )
-        with connection.cursor() as cursor:
+        with transaction.mark_for_rollback_on_error(using), connection.cursor() as cursor:
             cursor.execute(sql, params)
             returned = cursor.fetchall() if self.auto else ()
         for obj, ids in itertools.zip_longest(objs, returned):
@@ -438,7 +443,7 @@ class PreparedUpdate:
         connection = connections[using]
         params = [f.get_db_prep_save(values[f.attname], connection) for f in compiled.fields]
         params.append(self.model._meta.pk.get_db_prep_value(pk, connection))
-        with connection.cursor() as cursor:
+        with transaction.mark_for_rollback_on_error(using), connection.cursor() as cursor:
             cursor.execute(compiled.sql, params)
             return cursor.rowcount
 

@@ -11,6 +11,7 @@ from datetime import timedelta
 import pytest
 from django.db import DatabaseError, IntegrityError, connection, models, transaction
 from django.db.models import signals
+from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext, isolate_apps
 from django.utils import timezone
 
@@ -295,3 +296,26 @@ def test_the_sqlite_writers_queue_sees_a_prepared_write_as_a_write():
         )
     assert len(queries) == 3
     assert all(base._WRITE.match(q["sql"]) for q in queries)
+
+
+def test_a_failed_write_marks_its_atomic_block_for_rollback_as_the_orms_does():
+    """A clash caught inside the block must not let the block commit what came before
+    (SQLite would: its transaction survives a failed statement)."""
+    a = _task()
+    at = timezone.now()
+    receipt = dict(tenant="t", task_id=a.pk, digest="d" * 64, created=True, answered=False)
+    receipts._NEW.insert(message_id="m", created_at=at, **receipt)
+    with pytest.raises(TransactionManagementError), transaction.atomic():
+        receipts._NEW.insert(message_id="kept?", created_at=at, **receipt)
+        with pytest.raises(IntegrityError):
+            receipts._NEW.insert(message_id="m", created_at=at, **receipt)
+        assert transaction.get_rollback()  # the ORM's create marks it too
+        MessageReceipt.objects.count()  # the block cannot go on
+    assert not MessageReceipt.objects.filter(message_id="kept?").exists()
+
+
+def test_an_unsaved_related_object_is_refused_as_the_orm_refuses_it():
+    with pytest.raises(ValueError, match="unsaved related object 'task'"):
+        _core._NEW_EVENT.insert(task=Task(id=None), kind="created", actor="a", task_version=1,
+                                created_at=timezone.now())  # fmt: skip
+    assert not TaskEvent.objects.exists()
