@@ -13,6 +13,7 @@ scheduler and never stops the tick.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 Job = Callable[[], int]
@@ -34,3 +35,19 @@ def unregister(job: Job) -> None:
 def jobs() -> tuple[Job, ...]:
     """The registered jobs, in the order they were registered."""
     return tuple(_JOBS)
+
+
+class Paced:
+    """How a periodic job paces itself: due at most once every `every` seconds in this
+    process, and due again at once while its last run said more is waiting (a full batch:
+    a backlog after an upgrade drains tick by tick, in bounded steps)."""
+
+    def __init__(self, every: float) -> None:
+        self.every = every
+        self.last = float("-inf")  # the first call is due
+
+    def due(self) -> bool:
+        return time.monotonic() - self.last >= self.every
+
+    def ran(self, *, more: bool) -> None:
+        self.last = float("-inf") if more else time.monotonic()

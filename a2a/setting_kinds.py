@@ -296,7 +296,7 @@ class Section:
     key: str | None = None
 
     def values(self) -> Mapping[str, Any]:
-        root = _held or _hold()
+        root = _held if _held is not None else _hold()
         return root if self.key is None else root[self.key]
 
     @classmethod

@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextvars
 import functools
 import logging
-import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -36,7 +35,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from a2a import notify
+from a2a import notify, periodic
 from a2a.event_kinds import ENDING_KINDS, EventKind, is_agent_text, is_user_message
 from a2a.formats import pause_facts, text_of, ts
 from a2a.lifecycle import State
@@ -312,18 +311,17 @@ def _evictions(now: datetime, *, limit: int, by_age: bool) -> list[AguiEvent]:
     return rows
 
 
-_evicted_at = 0.0
+_EVICT_PACE = periodic.Paced(EVICT_EVERY_SECONDS)
 
 
 def evict_now_and_then() -> int:
     """The scheduler's periodic hook (registered in AguiConfig.ready()): finished tasks
     must leave the view when their time is up even if no other task finishes. At most once
     per EVICT_EVERY_SECONDS per process, and again at once while a backlog remains."""
-    global _evicted_at
-    if time.monotonic() - _evicted_at < EVICT_EVERY_SECONDS:
+    if not _EVICT_PACE.due():
         return 0
     evicted = evict_finished()
-    _evicted_at = 0.0 if evicted >= EVICT_BATCH else time.monotonic()
+    _EVICT_PACE.ran(more=evicted >= EVICT_BATCH)
     return evicted
 
 
@@ -483,7 +481,7 @@ def _untouched(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> None:
 
 # What each kind of event does to the task's interrupts (its AG-UI activities and the
 # view's pendingInterrupts); a handler returns a new lastInterruptId or None. Every kind
-# has its entry, "nothing" included (tests/agui/test_kinds_handled.py).
+# has its entry, "nothing" included (tests/test_kinds_handled.py).
 Touches = Callable[[TaskEvent, Task, _Batch, list], str | None]
 ACTIVITIES: dict[EventKind, Touches] = {
     EventKind.CREATED: _untouched,

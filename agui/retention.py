@@ -27,19 +27,20 @@ one stopped (LogRetention's position, walking the index on ViewTask.updated_at) 
 deletes at most ROWS_PER_CALL rows (found by the aguievent_task_id index), in one short
 transaction; once a minute, and at every tick while a backlog remains, so the backlog an
 upgrade finds drains in steps and no call holds a long lock. Each finished task is
-scanned once: the position only moves past tasks whose rows are all gone.
+scanned once: the position moves past tasks whose rows are all gone, and past those
+an AG-UI run still had open when the scan came by (their rows are kept for good, like a
+killed run's above: stopping there instead would let one killed run hold the position).
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
 
-from a2a import conf
+from a2a import conf, periodic
 from agui import view
 from agui.models import AguiEvent, AguiRun, LogRetention, ViewTask
 
@@ -47,7 +48,7 @@ ROWS_PER_CALL = 5000
 TASKS_PER_CALL = 500  # ids in one IN (…): below the 999 parameters of old SQLite builds
 IN_SLICE = 900
 PRUNE_EVERY_SECONDS = 60.0
-_pruned_at = float("-inf")
+PACE = periodic.Paced(PRUNE_EVERY_SECONDS)
 
 
 def cutoff(now: datetime) -> datetime:
@@ -111,11 +112,10 @@ def prune(
 def prune_now_and_then() -> int:
     """The scheduler's periodic job: `prune` at most once every PRUNE_EVERY_SECONDS per
     process, and again at the next tick while a full batch says more are waiting."""
-    global _pruned_at
-    if time.monotonic() - _pruned_at < PRUNE_EVERY_SECONDS:
+    if not PACE.due():
         return 0
     pruned = prune()
-    _pruned_at = float("-inf") if pruned.more else time.monotonic()
+    PACE.ran(more=pruned.more)
     return pruned.rows
 
 

@@ -377,7 +377,7 @@ def _other(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: Refs
 # An event (with its data, the fields every entry has, and what it points at) as an entry
 Shows = Callable[[TaskEvent, dict[str, Any], dict[str, Any], Refs], Entry | None]
 # How each kind of event shows on the timeline; every kind has its line
-# (tests/dashboard/test_kinds_handled.py).
+# (tests/test_kinds_handled.py).
 ENTRIES: dict[EventKind, Shows] = {
     EventKind.CREATED: _state,
     EventKind.STARTED: _state,

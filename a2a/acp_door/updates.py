@@ -347,7 +347,7 @@ def _nothing(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
 
 
 # What each kind of event becomes for an ACP client; every kind has its line, "nothing"
-# included (tests/acp_door/test_kinds_handled.py).
+# included (tests/test_kinds_handled.py).
 Renders = Callable[[Fact, bool], list[dict[str, Any]]]
 UPDATES: dict[EventKind, Renders] = {
     EventKind.CREATED: _created,

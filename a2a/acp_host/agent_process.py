@@ -148,8 +148,7 @@ class AgentProcess:
                 {waiter, exit_watch}, timeout=limit, return_when=asyncio.FIRST_COMPLETED
             )
             if not done:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
+                _kill(proc)
                 raise AgentGone(f"it did not answer {what} within {limit:g} s")
             if waiter in done:
                 try:
@@ -166,10 +165,8 @@ class AgentProcess:
     # ----- stop -----------------------------------------------------------------------------
 
     def kill(self) -> None:
-        proc = self.process
-        if proc is not None and proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
+        if self.process is not None:
+            _kill(self.process)
 
     async def close(self) -> None:
         """Forget the process and its connection; the SDK closes its stdin, then
@@ -191,10 +188,17 @@ class AgentProcess:
                 await asyncio.wait_for(asyncio.shield(proc.wait()), EXIT_GRACE_SECONDS)
             except TimeoutError:
                 broke = True
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
+                _kill(proc)
                 await proc.wait()
         return (proc.returncode if proc is not None else None), broke
+
+
+def _kill(proc: asyncio.subprocess.Process) -> None:
+    """SIGKILL the agent's process unless it has exited (or exits meanwhile). Callers pass
+    the process they hold: `close` may have forgotten `self.process` meanwhile."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
 
 
 def _base_env() -> dict[str, str]:

@@ -231,7 +231,7 @@ def _not_streamed(e: TaskEvent, read: _Read) -> None:
 # What each kind of event is on an A2A stream (and in a push body: a2a.push.delivery's
 # `deliverable` is the same rule). Every status event (STATUS_KINDS) is a status update, a
 # pause's and a resume's with their facts as metadata; every other kind has its line,
-# "nothing" included (tests/a2a/test_stream_kinds.py).
+# "nothing" included (tests/test_kinds_handled.py).
 StreamItem = Callable[[TaskEvent, _Read], dict[str, Any] | None]
 ITEMS: dict[EventKind, StreamItem] = {
     **dict.fromkeys(STATUS_KINDS, _status_update),

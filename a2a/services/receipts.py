@@ -25,24 +25,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
-import time
 from datetime import timedelta
 from typing import Any
 
 from django.utils import timezone
 
-from a2a import access, conf
+from a2a import access, conf, periodic
 from a2a.errors import TaskNotFound, ValidationFailed
 from a2a.models import MessageReceipt, Task
 from a2a.prepared import Prepared, PreparedInsert
 from a2a.services._core import Actor
 
-log = logging.getLogger(__name__)
-
 PRUNE_EVERY_SECONDS = 60.0
 PRUNE_BATCH = 5000  # receipts per statement: a backlog drains in steps, no long lock
-_last_prune = float("-inf")
+PACE = periodic.Paced(PRUNE_EVERY_SECONDS)
 
 
 def window() -> timedelta | None:
@@ -131,9 +127,8 @@ def prune(limit: int | None = None) -> int:
 def prune_now_and_then() -> int:
     """`prune`, the scheduler's periodic job: at most once every PRUNE_EVERY_SECONDS per
     process, and again at the next tick while a full batch says more are waiting."""
-    global _last_prune
-    if time.monotonic() - _last_prune < PRUNE_EVERY_SECONDS:
+    if not PACE.due():
         return 0
     pruned = prune(PRUNE_BATCH)
-    _last_prune = float("-inf") if pruned >= PRUNE_BATCH else time.monotonic()
+    PACE.ran(more=pruned >= PRUNE_BATCH)
     return pruned

@@ -109,14 +109,14 @@ def test_receipts_older_than_the_window_go_in_bounded_batches_from_the_scheduler
         created_at=timezone.now() - timedelta(hours=25)
     )
     monkeypatch.setattr(receipts, "PRUNE_BATCH", 2)
-    monkeypatch.setattr(receipts, "_last_prune", float("-inf"))
+    monkeypatch.setattr(receipts.PACE, "last", float("-inf"))
     scheduler.tick()
     assert MessageReceipt.objects.count() == 4  # a full batch: again at the next tick
     scheduler.tick()
     scheduler.tick()
     assert list(MessageReceipt.objects.values_list("message_id", flat=True)) == ["young"]
     scheduler.tick()  # within the minute now: nothing more is read
-    assert receipts._last_prune > float("-inf")
+    assert receipts.PACE.last > float("-inf")
 
 
 def test_a_send_retried_after_its_receipt_was_pruned_is_new_work():

@@ -96,7 +96,7 @@ def test_a_backlog_drains_in_bounded_steps_and_each_task_is_scanned_once(make_ta
 
 def test_the_scheduler_runs_it_through_the_periodic_registry(make_task, settings, monkeypatch):
     assert retention.prune_now_and_then in periodic.jobs()
-    monkeypatch.setattr(retention, "_pruned_at", float("-inf"))  # a minute since the last
+    monkeypatch.setattr(retention.PACE, "last", float("-inf"))  # a minute since the last
     task = make_task("completed")
     evict_all(timezone.now() + timedelta(hours=2))
     settings.TASKDECK = {**settings.TASKDECK, "VIEW": {"EVENT_RETENTION_HOURS": 0}}
