@@ -371,6 +371,15 @@ class View(Section):
         "the most an opening snapshot weighs",
         at_least=1,
     )
+    # where the AG-UI projection runs after a writer's commit (agui/projection.py;
+    # docs/design/projection-after-commit.md, D8): a thread of every process (the default),
+    # or on the committing thread before the call returns (the test suite; a fallback)
+    projection = Text(
+        "TASKDECK_PROJECTION",
+        "thread",
+        "where the live view is projected after a commit",
+        choices=("thread", "sync"),
+    )
     # agui/retention.py: open tasks, tasks in the view and tasks a run streams keep theirs
     event_retention_hours = Number(
         "TASKDECK_AGUI_EVENT_RETENTION_HOURS",

@@ -4,9 +4,14 @@
 their AppConfig.ready(). Two phases, per docs/design/house-rules.md, D3:
 
 - in-transaction subscribers run inside the writer's transaction, so what they write commits
-  or rolls back with the change (the projection's view rows);
-- on-commit subscribers run after the commit and only then (fan-out to sockets and streams,
-  enqueuing work). A rolled-back change reaches none of them.
+  or rolls back with the change (push deliveries, wake-ups, the ACP host's hooks);
+- on-commit subscribers run after the commit and only then (the AG-UI projection, fan-out
+  to sockets and streams, enqueuing work). A rolled-back change reaches none of them.
+
+The projection runs after commit (docs/design/projection-after-commit.md, D8), so that an
+on-commit callback lost with its process loses no change, the writer records a durable
+"due for projection" row (a2a.models.ProjectionDue) with every event — once a projection
+has said it consumes them (`set_projected`).
 """
 
 from __future__ import annotations
@@ -25,6 +30,17 @@ log = logging.getLogger(__name__)
 Subscriber = Callable[["TaskEvent"], None]
 _in_transaction: list[Subscriber] = []
 _on_commit: list[Subscriber] = []
+_projected = False
+
+
+def set_projected(on: bool) -> None:
+    """A projection consumes ProjectionDue rows (agui's ready()): writers record them."""
+    global _projected
+    _projected = on
+
+
+def projected() -> bool:
+    return _projected
 
 
 def subscribe(fn: Subscriber, *, on_commit: bool = False) -> Subscriber:

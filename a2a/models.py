@@ -256,6 +256,29 @@ class TaskEvent(models.Model):
         super().save(*args, **kwargs)
 
 
+class ProjectionDue(models.Model):
+    """A committed TaskEvent that no projection has consumed yet: the durable half of
+    "the projection runs after commit" (docs/design/projection-after-commit.md, D8).
+
+    Inserted by `a2a.services` in the writer's transaction, one row per event, with a plain
+    INSERT that never conflicts (the version is bumped under the task's row lock) and
+    never waits; deleted by the projection (`agui.projection`) in the transaction that
+    projects those versions, so a change is projected once even if a process dies between
+    the two commits. No foreign-key constraint: no per-insert probe of the task table, and
+    the projection drops the rows of a task that no longer exists. The table holds only the
+    backlog (empty when the projection keeps up); the age of its oldest row is the lag."""
+
+    pk = models.CompositePrimaryKey("task", "task_version")
+    task = models.ForeignKey(
+        Task, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
+    task_version = models.PositiveIntegerField()
+    at = models.DateTimeField()  # the event's created_at: the lag is measured from it
+
+    def __str__(self) -> str:
+        return f"due {self.task_id}@{self.task_version}"
+
+
 class ExternalEvent(models.Model):
     """An event posted to Taskdeck (POST /api/events, `manage.py emit_event`): kept with the
     tasks it woke, so the timeline can say why a parked task resumed."""

@@ -4,9 +4,10 @@ from django.apps import AppConfig
 class AguiConfig(AppConfig):
     """The AG-UI projection of A2A tasks (view rows, events, WebSocket, run streams).
 
-    Depends on a2a; a2a never imports it. The projector joins every A2A write
-    transaction as an in-transaction subscriber, and the scheduler's tick (through the
-    core's registry of periodic jobs, a2a.periodic) as the one that takes long-finished
+    Depends on a2a; a2a never imports it. The projection hears every A2A commit as an
+    on-commit subscriber and asks writers for durable due rows (agui.projection, D8), and
+    joins the scheduler's tick (through the core's registry of periodic jobs,
+    a2a.periodic) as the one that projects what a dead process left, takes long-finished
     tasks out of the live view and deletes their log rows after the retention.
     """
 
@@ -16,8 +17,10 @@ class AguiConfig(AppConfig):
 
     def ready(self) -> None:
         from a2a import events, periodic
-        from agui import projector, retention
+        from agui import projection, projector, retention
 
-        events.subscribe(projector.on_task_event)
+        events.set_projected(True)  # writers record ProjectionDue rows from now on
+        events.subscribe(projection.wake, on_commit=True)
+        periodic.register(projection.sweep)  # what a process that died left unprojected
         periodic.register(projector.evict_now_and_then)  # the scheduler runs it
         periodic.register(retention.prune_now_and_then)  # …and the log's retention

@@ -24,8 +24,8 @@ from a2a.errors import NotAllowedNow, StaleHandle, TaskNotFound, ValidationFaile
 from a2a.lifecycle import TransitionRefused
 from a2a.models import Task
 from a2a.rate_limits import RateLimited
+from agui import projection
 from agui.models import AguiRun, AguiThread, Interrupt
-from agui.projector import CURRENT_RUN
 
 THREAD_KEY_CHARS = 128  # AguiThread.thread_id
 
@@ -90,9 +90,10 @@ def _answer(interrupt: Interrupt, entry, actor: services.Actor) -> None:
 
 
 def start_run(run: RunAgentInput, actor: services.Actor) -> RunPlan:
-    """Act on a RunAgentInput; raises RunRefused with nothing changed."""
-    token = CURRENT_RUN.set(run.run_id)
+    """Act on a RunAgentInput; raises RunRefused with nothing changed. The run's row
+    commits with the writes it makes, so the projection names it the tasks' lastRunId."""
     try:
+        _catch_up(run, actor)
         with transaction.atomic():
             return _start(run, actor)
     except IntegrityError:
@@ -104,8 +105,19 @@ def start_run(run: RunAgentInput, actor: services.Actor) -> RunPlan:
         raise RunRefused(f"the task cannot take this now: {exc}", "conflict") from None
     except RateLimited as exc:
         raise RunRefused(str(exc), "rate_limited") from None
-    finally:
-        CURRENT_RUN.reset(token)
+
+
+def _catch_up(run: RunAgentInput, actor: services.Actor) -> None:
+    """Which interrupts a resume answers is read from the projection (Interrupt): bring
+    the thread's tasks up to date first (agui.projection.catch_up; a no-op when the
+    projection runs in the writer's call)."""
+    context = (
+        AguiThread.objects.filter(thread_id=_thread_key(run.thread_id, actor))
+        .values_list("context_id", flat=True)
+        .first()
+    )
+    if context is not None:
+        projection.catch_up(Task.objects.filter(context_id=context).values_list("id", flat=True))
 
 
 def _thread_key(thread_id: str, actor: services.Actor) -> str:

@@ -68,10 +68,10 @@ def _touches(task_id: str, events: list[dict], op: str) -> bool:
 
 def _missing(task_id: str, after: int, before: int) -> list[tuple]:
     return list(
-        AguiEvent.objects.filter(task_id=task_id, task_version__gt=after, task_version__lt=before)
+        AguiEvent.objects.filter(task_id=task_id, version__gt=after, version__lt=before)
         .exclude(type="TEXT_MESSAGE")
         .order_by("id")
-        .values_list("id", "task_id", "task_version", "type", "event")
+        .values_list("id", "task_id", "version", "type", "event")
     )
 
 

@@ -57,7 +57,7 @@ def _rows_after(low: int) -> tuple[list[tuple[int, str, int, str, dict]], int]:
         AguiEvent.objects.filter(id__gt=low)
         .exclude(type=TEXT)
         .order_by("id")
-        .values_list("id", "task_id", "task_version", "type", "event")[:5000]
+        .values_list("id", "task_id", "version", "type", "event")[:5000]
     )
     return rows, retention.horizon()
 

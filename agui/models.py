@@ -5,15 +5,16 @@ client sees the same view.
   the tasks in the live view (`in_view`): open ones and the recently finished.
 - Interrupt: input requests (`input-<taskId>-<n>`) and pauses (`<handle>`), kept after they
   are resolved for the timeline; `pending` ones are `/view/pendingInterrupts/<id>`.
-- AguiEvent: the AG-UI events the projector emitted, in order, with the task's version,
+- AguiEvent: the AG-UI events the projector emitted, in order, with the view's version,
   so streams and sockets replay what they missed and spot gaps.
 - LogRetention: how far the retention job (agui.retention) has deleted the log, so
   readers that had not yet read what it deleted know to start again from a snapshot.
 - AguiThread / AguiRun: `{threadId, runId} -> taskId` for the AG-UI run endpoint. These
   identifiers never reach A2A payloads.
 
-Written only by `agui.projector` (inside the A2A writer's transaction), the run bridge,
-and the log's retention (`agui.retention`, which deletes old AguiEvent rows).
+Written only by the projection (`agui.projection` with `agui.projector`'s handlers, after
+the A2A writer's commit, in a transaction of its own), the run bridge, and the log's
+retention (`agui.retention`, which deletes old AguiEvent rows).
 """
 
 from __future__ import annotations
@@ -40,8 +41,15 @@ RESOLVED = Q(pending=Value(False))
 class ViewTask(models.Model):
     """One task's view entry. The row outlives the entry's place in the live view: a
     finished task leaves `/view/tasks` after a while (`in_view` false, `version` one past
-    the task's: the version of its `remove` delta), yet the board's queries and the
-    timeline still read its entry here."""
+    its last change: the version of its `remove` delta), yet the board's queries and the
+    timeline still read its entry here.
+
+    `version` counts the view's own changes of the task (+1 per projection pass, +1 for
+    the eviction): a pass may fold several task versions into one change, and clients
+    must still see versions without gaps (docs/design/projection-after-commit.md, D8).
+    `task_version` is the task version the entry reflects, and `event_id` the id of the
+    last TaskEvent projected: the projection's per-task cursor. Both are null on rows
+    written before the projection ran after commit (read as `version`)."""
 
     task = models.OneToOneField(Task, on_delete=models.CASCADE, primary_key=True)
     entry = models.JSONField()
@@ -51,6 +59,8 @@ class ViewTask(models.Model):
     # db_default: rows inserted by a server still running the previous release (a rolling
     # deploy) are in the view, as they were then.
     in_view = models.BooleanField(default=True, db_default=True)
+    task_version = models.PositiveIntegerField(null=True, blank=True)
+    event_id = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         indexes = [
@@ -94,10 +104,12 @@ class Interrupt(models.Model):
 
 
 class AguiEvent(models.Model):
-    """One emitted AG-UI event (its JSON, camelCase) for one task at one task version."""
+    """One emitted AG-UI event (its JSON, camelCase) for one task at one view version
+    (ViewTask.version: the column keeps its old name, `task_version`, so the upgrade
+    rewrites no table)."""
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="agui_events")
-    task_version = models.PositiveIntegerField()
+    version = models.PositiveIntegerField(db_column="task_version")
     type = models.CharField(max_length=32)
     event = models.JSONField()
     created_at = models.DateTimeField()
@@ -107,7 +119,7 @@ class AguiEvent(models.Model):
         indexes = [models.Index(fields=["task", "id"], name="aguievent_task_id")]
 
     def __str__(self) -> str:
-        return f"#{self.pk} {self.type} {self.task_id}@{self.task_version}"
+        return f"#{self.pk} {self.type} {self.task_id}@{self.version}"
 
 
 class LogRetention(models.Model):

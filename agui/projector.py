@@ -1,8 +1,8 @@
-"""TaskEvent → view rows + AG-UI events, inside the A2A writer's transaction.
+"""What a task's committed events do to the view: view rows + AG-UI events.
 
-Registered in AguiConfig.ready() as an in-transaction subscriber: what it writes commits
-or rolls back with the change, so the view never drifts from the tasks
-(docs/design/house-rules.md, D3 and D4). Each change yields:
+`agui.projection` runs this after the A2A writer's commit, in a transaction of its own
+(docs/design/projection-after-commit.md, D8): for each task it holds, `project_task`
+turns the task's unprojected events into one change of the view. Each change yields:
 - one STATE_DELTA (RFC 6902) with the ops that turn the old view entry into the new one,
   plus pendingInterrupts additions/removals — its size depends on one task, never on how
   many tasks the view holds;
@@ -14,7 +14,7 @@ After commit, sockets are poked through the channel layer; they read the AguiEve
 
 The view is bounded (docs/agui.md, "How big the view gets"): it holds the open tasks and
 the recently finished. A finished task leaves it with a STATE_DELTA `remove` (an EVICTION
-row in the log, at the version after the task's last), written here: when a task
+row in the log, at the view version after the task's last), written here: when a task
 finishes (the newest finished push the oldest out), and from the scheduler's tick (those
 finished too long ago, when nothing else changes). Finished is final (a2a.lifecycle), so
 no change of the task can follow its eviction.
@@ -22,10 +22,10 @@ no change of the task can follow its eviction.
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -39,16 +39,13 @@ from a2a import notify, periodic
 from a2a.event_kinds import ENDING_KINDS, EventKind, is_agent_text, is_user_message
 from a2a.formats import pause_facts, text_of, ts
 from a2a.lifecycle import State
-from a2a.models import Message, Task, TaskEvent
+from a2a.models import Message, Suspension, Task, TaskEvent
 from a2a.prepared import Prepared, PreparedInsert, PreparedUpdate
 from agui import view
 from agui.models import IN_VIEW, AguiEvent, Interrupt, ViewTask
 
 log = logging.getLogger(__name__)
 VIEW_GROUP = "agui-view"
-# The AG-UI run on whose behalf the current A2A write happens (set by the run bridge), so
-# the view's lastRunId changes in the same delta as the task. Never passed to a2a.
-CURRENT_RUN: contextvars.ContextVar[str | None] = contextvars.ContextVar("agui_run", default=None)
 TEXT = "TEXT_MESSAGE"  # AguiEvent.type of an agent message (expanded by run streams)
 # AguiEvent.type of a finished task leaving the live view; its event is a STATE_DELTA that
 # sockets send as it is. Run streams skip it: a run's snapshot is its thread, not the view.
@@ -88,31 +85,32 @@ def _summarise(values: dict[str, Any]) -> dict[str, str]:
 
 
 class _Batch:
-    """The AG-UI events one TaskEvent produces, written together."""
+    """The AG-UI events one projection pass produces for one task, all at the task's next
+    view version (ViewTask.version), written together."""
 
-    def __init__(self, task: Task, at) -> None:
-        self.task, self.at, self.rows = task, at, []
+    def __init__(self, task_id: str, version: int) -> None:
+        self.task_id, self.version, self.rows = task_id, version, []
 
-    def add(self, type_: str, event: dict[str, Any]) -> None:
+    def add(self, type_: str, event: dict[str, Any], at) -> None:
         self.rows.append(
             AguiEvent(
-                task_id=self.task.id,
-                task_version=self.task.version,
+                task_id=self.task_id,
+                version=self.version,
                 type=type_,
                 event=event,
-                created_at=self.at,
+                created_at=at,
             )
         )
 
-    def activity_snapshot(self, interrupt: Interrupt) -> None:
+    def activity_snapshot(self, interrupt: Interrupt, at) -> None:
         ev = ActivitySnapshotEvent(
             message_id=interrupt.interrupt_id,
             activity_type=interrupt.kind,
             content=interrupt.content,
         )
-        self.add("ACTIVITY_SNAPSHOT", _dump(ev))
+        self.add("ACTIVITY_SNAPSHOT", _dump(ev), at)
 
-    def activity_change(self, interrupt: Interrupt, changes: dict[str, Any]) -> None:
+    def activity_change(self, interrupt: Interrupt, changes: dict[str, Any], at) -> None:
         new = {**interrupt.content, **changes}
         patch = jsonpatch.make_patch(interrupt.content, new).patch
         interrupt.content = new
@@ -120,21 +118,25 @@ class _Batch:
             ev = ActivityDeltaEvent(
                 message_id=interrupt.interrupt_id, activity_type=interrupt.kind, patch=patch
             )
-            self.add("ACTIVITY_DELTA", _dump(ev))
+            self.add("ACTIVITY_DELTA", _dump(ev), at)
 
 
-# The reads every event makes, compiled once (a2a/prepared.py says why).
-_VIEW_ROW = Prepared(lambda task: ViewTask.objects.filter(task_id=task)[:1], "task")
-# every event's two writes (its view row, its AG-UI rows), compiled once
+@dataclass
+class Refs:
+    """What a pass's events point at, read once for all of the pass's tasks: the messages
+    (by task and seq) and the suspensions (by handle). Handlers read these, never the
+    task's current fields: the task may have moved on since the event (D8)."""
+
+    messages: dict[tuple[str, int], Message] = field(default_factory=dict)
+    suspensions: dict[str, Suspension] = field(default_factory=dict)
+
+    def message(self, task_id: str, seq: Any) -> Message | None:
+        return self.messages.get((task_id, seq)) if type(seq) is int else None
+
+
+# every pass's two writes (its view rows, its AG-UI rows), compiled once (a2a/prepared.py)
 _SAVE_VIEW = PreparedUpdate(ViewTask)
 _NEW_EVENTS = PreparedInsert(AguiEvent)
-_MESSAGE = Prepared(lambda pk: Message.objects.filter(pk=pk)[:1], "pk", ints=("pk",))
-_MESSAGE_AT = Prepared(
-    lambda task, seq: Message.objects.filter(task_id=task, seq=seq)[:1],
-    "task",
-    "seq",
-    ints=("seq",),
-)
 _OPEN = Prepared(
     lambda task, kind: Interrupt.objects.filter(task_id=task, kind=kind, pending=True),
     "task",
@@ -150,74 +152,83 @@ _TOUCHED_BY_AN_END = Prepared(
 )
 
 
-def on_task_event(event: TaskEvent) -> None:
-    task: Task = event.task
-    batch = _Batch(task, event.created_at)
-    created = event.kind == EventKind.CREATED  # a new task has no view row yet
-    current = None if created else _VIEW_ROW.first(task=task.id)
-    previous = current.entry if current else None
+def project_task(
+    task: Task,
+    current: ViewTask | None,
+    events: list[TaskEvent],
+    refs: Refs,
+    run_id: str | None,
+) -> list[AguiEvent]:
+    """Project `events` (the task's committed, unprojected events, in order, ending at the
+    task's version as read: `task`) as one change of the view: the activities of every
+    event in order, one STATE_DELTA that turns the old entry into the new one (with the
+    pendingInterrupts ops of every event, in order), then the agent's text. Writes the
+    view row and the Interrupt rows; returns the AG-UI rows for the caller to insert with
+    the pass's others. The caller holds the task (agui.projection): nobody else writes
+    this view row now, so a plain insert or update (update_or_create would add a locking
+    read and two savepoints)."""
+    version = current.version + 1 if current is not None else 1
+    batch = _Batch(task.id, version)
+    previous = current.entry if current is not None else None
     in_view = current is not None and current.in_view
     ops: list[dict[str, Any]] = []
     title = None
     if previous is None:
-        first = getattr(event, "message", None) or task.messages.order_by("seq").first()
+        first = refs.message(task.id, 1)
         title = text_of(first.parts if first else None)[: view.TITLE_CHARS]
-
-    last_interrupt = ACTIVITIES.get(event.kind, _untouched)(event, task, batch, ops)
-    status_message = _status_message(task)
-    artifacts = task.artifacts.count() if event.kind == EventKind.ARTIFACT_ADDED else None
+    last_interrupt = decision = None
+    recount = False
+    waiting = (previous or {}).get("waitingForWorkerSince")
+    texts: list[tuple[dict[str, Any], Any]] = []
+    for event in events:
+        last_interrupt = ACTIVITIES.get(event.kind, _untouched)(event, refs, batch, ops) or (
+            last_interrupt
+        )
+        recount = recount or event.kind == EventKind.ARTIFACT_ADDED
+        waiting = _waiting_for_worker(event, waiting)
+        if event.kind == EventKind.INPUT_PROVIDED:
+            decision = (event.data or {}).get("decision") or "provided"
+        if is_agent_text(event.kind, event.data):
+            msg = refs.message(task.id, event.data.get("messageSeq"))
+            if msg is not None and text_of(msg.parts):
+                text = {"messageId": f"msg-{task.id}-{msg.seq}", "text": text_of(msg.parts)}
+                texts.append((text, event.created_at))
+    at = events[-1].created_at
     entry = view.task_entry(
         task,
-        status_message=status_message,
+        version=version,
+        status_message=task.status_message,
         previous=previous,
         title=title,
         last_interrupt_id=last_interrupt,
-        artifacts=artifacts,
-        waiting_for_worker_since=_waiting_for_worker(event, task, previous),
-        decision=(
-            (event.data or {}).get("decision") or "provided"
-            if event.kind == EventKind.INPUT_PROVIDED
-            else None
-        ),
+        artifacts=task.artifacts.count() if recount else None,
+        waiting_for_worker_since=waiting,
+        decision=decision,
     )
-    if CURRENT_RUN.get() is not None:
-        entry["lastRunId"] = CURRENT_RUN.get()
+    if run_id is not None:
+        entry["lastRunId"] = run_id
     path = view.task_path(task.id)
     if not in_view:  # new (or, were finished not final, back after its eviction)
         ops.insert(0, {"op": "add", "path": path, "value": entry})
     else:
         ops[:0] = _prefixed(jsonpatch.make_patch(previous, entry).patch, path)
-    if ops:
-        batch.add("STATE_DELTA", _dump(StateDeltaEvent(delta=ops)))
-    if is_agent_text(event.kind, event.data):
-        seq = event.data.get("messageSeq")
-        msg = (
-            _MESSAGE_AT.first(task=task.id, seq=seq)
-            if type(seq) is int
-            else Message.objects.filter(task=task, seq=seq).first()
-        )
-        if msg is not None and text_of(msg.parts):
-            batch.add(
-                TEXT,
-                {"messageId": f"msg-{task.id}-{msg.seq}", "text": text_of(msg.parts)},
-            )
-    # The writer holds the task's row lock, so nobody else writes this view row now: a
-    # plain insert or update (update_or_create would add a locking read and two savepoints
-    # to every event).
-    row = {"entry": entry, "status": task.state, "version": task.version, "in_view": True}
+    batch.add("STATE_DELTA", _dump(StateDeltaEvent(delta=ops)), at)
+    for text, said_at in texts:
+        batch.add(TEXT, text, said_at)
+    row = {
+        "entry": entry,
+        "status": task.state,
+        "version": version,
+        "in_view": True,
+        "task_version": task.version,
+        "event_id": events[-1].id,
+        "updated_at": task.updated_at,
+    }
     if current is None:
-        ViewTask.objects.create(task_id=task.id, updated_at=task.updated_at, **row)
+        ViewTask.objects.create(task_id=task.id, **row)
     else:
-        _SAVE_VIEW.update(task.id, updated_at=task.updated_at, **row)
-    rows = batch.rows
-    if task.state in view.FINISHED:
-        # One more finished task: the oldest beyond FINISHED_MAX leave now, in this
-        # transaction, their deltas after this change's and in the same insert. (Those
-        # finished too long ago are the scheduler's tick's: one read less here.)
-        rows = rows + _evictions(event.created_at, limit=EVICT_IN_WRITE, by_age=False)
-    _NEW_EVENTS.insert_all(rows)
-    if rows:
-        transaction.on_commit(_poke)
+        _SAVE_VIEW.update(task.id, **row)
+    return batch.rows
 
 
 @functools.lru_cache(maxsize=16)
@@ -255,6 +266,18 @@ def _pushed_out(finished_max: int, limit: int) -> tuple[str, tuple]:
     return sql, tuple(params)
 
 
+def insert_rows(rows: list[AguiEvent]) -> None:
+    """Write a pass's AG-UI rows: one insert for all of them."""
+    _NEW_EVENTS.insert_all(rows)
+
+
+def finished_pushed_out(now: datetime) -> list[AguiEvent]:
+    """One more task finished: the oldest beyond FINISHED_MAX leave now, in the pass that
+    projected the finish, their deltas after its changes and in the same insert (those
+    finished too long ago are the scheduler's tick's: one read less here)."""
+    return _evictions(now, limit=EVICT_IN_WRITE, by_age=False)
+
+
 def evict_finished(
     now: datetime | None = None, *, limit: int = EVICT_BATCH, by_age: bool = True
 ) -> int:
@@ -266,21 +289,21 @@ def evict_finished(
     last, and a STATE_DELTA `remove` is logged at that version (clients holding the task
     apply it; snapshots taken after it never held it). The update is conditional (still in
     the view, still at that version): two evictors at once (two writers finishing tasks,
-    or a writer and the scheduler) emit one removal, never two; and they take rows in one
-    order, so they cannot deadlock. Safe inside the writer's transaction and alone. At
+    or a projection pass and the scheduler) emit one removal, never two; and they take rows
+    in one order, so they cannot deadlock. Safe inside a pass's transaction and alone. At
     most `limit` of each kind (pushed out, timed out — the latter only with `by_age`) per
     call."""
     with transaction.atomic(savepoint=False):
         rows = _evictions(now or timezone.now(), limit=limit, by_age=by_age)
         _NEW_EVENTS.insert_all(rows)
         if rows:
-            transaction.on_commit(_poke)
+            transaction.on_commit(poke)
     return len(rows)
 
 
 def _evictions(now: datetime, *, limit: int, by_age: bool) -> list[AguiEvent]:
     """evict_finished's work but the insert: the rows of the removals it made, for the
-    caller to write (a finishing writer writes them with its own change's, one insert)."""
+    caller to write (a pass that finished a task writes them with its own, one insert)."""
     bound = view.limits()
     with connection.cursor() as cursor:
         cursor.execute(*_pushed_out(bound.finished_max, limit))
@@ -302,7 +325,7 @@ def _evictions(now: datetime, *, limit: int, by_age: bool) -> list[AguiEvent]:
             rows.append(
                 AguiEvent(
                     task_id=task_id,
-                    task_version=version,
+                    version=version,
                     type=EVICTION,
                     event=_dump(StateDeltaEvent(delta=delta)),
                     created_at=now,
@@ -325,80 +348,68 @@ def evict_now_and_then() -> int:
     return evicted
 
 
-def _waiting_for_worker(
-    event: TaskEvent, task: Task, previous: dict[str, Any] | None
-) -> str | None:
-    """Since when a task resumed to work waits for a worker to take its run again, or None.
+def _waiting_for_worker(event: TaskEvent, since: str | None) -> str | None:
+    """Since when a task resumed to work waits for a worker to take its run again, or None,
+    after `event` (`since`: what it was before it).
 
     A queued task shows its wait by its state (`submitted`, until the worker's `started`);
     a resumed one is `working` at once, so the entry says it: from the `resumed` until the
     worker's `picked_up` (a2a.runtime.executor) or anything else (the agent's output, a
     pause, the end). Only a client's message leaves the wait as it was."""
-    if task.state != State.WORKING:
+    if event.to_state != State.WORKING:
         return None
     if event.kind == EventKind.RESUMED:
         return ts(event.created_at)
     if is_user_message(event.kind, event.data):
-        return (previous or {}).get("waitingForWorkerSince")
+        return since
     return None
 
 
-def _status_message(task: Task) -> Message | None:
-    if task.status_message_id is None:
-        return None
-    if Task.status_message.is_cached(task):  # the writer set it in this transaction
-        cached = task.status_message
-        if cached is not None and cached.pk == task.status_message_id:
-            return cached
-    return _MESSAGE.first(pk=task.status_message_id)
-
-
-def _request_opens(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> str | None:
+def _request_opens(event: TaskEvent, refs: Refs, batch: _Batch, ops: list) -> str | None:
     """An input request opens: its activity and a pending interrupt; it becomes the
-    entry's lastInterruptId."""
-    data, at = event.data or {}, event.created_at
-    iid = f"input-{task.id}-{data['number']}"
-    request = task.input_request or {}
-    explanation = ""
-    msg = _status_message(task)
-    if msg is not None:
-        explanation = text_of(msg.parts)
+    entry's lastInterruptId. The request and its explanation are the message the event
+    names (the status message request_input wrote: a TextPart and the request's DataPart)."""
+    data, at, task_id = event.data or {}, event.created_at, event.task_id
+    iid = f"input-{task_id}-{data['number']}"
+    msg = refs.message(task_id, data.get("messageSeq"))
+    parts = msg.parts if msg is not None else []
+    request = next((p["data"] for p in parts if p.get("kind") == "data"), None) or {}
     interrupt = Interrupt.objects.create(
         interrupt_id=iid,
-        task=task,
+        task_id=task_id,
         kind=Interrupt.Kind.INPUT_REQUEST,
         request_id=data.get("requestId", ""),
         reason="input_required",
         content={
             "stage": "awaiting_input",
-            "taskId": task.id,
+            "taskId": task_id,
             "request": request,
-            "explanation": explanation,
+            "explanation": text_of(parts),
             "requestedAt": ts(at),
         },
         created_at=at,
     )
-    batch.activity_snapshot(interrupt)
+    batch.activity_snapshot(interrupt, at)
     ops.append(
         {
             "op": "add",
             "path": view.pending_path(iid),
             "value": view.pending_entry(
-                iid, task.id, interrupt.request_id, "input_required", request.get("title")
+                iid, task_id, interrupt.request_id, "input_required", request.get("title")
             ),
         }
     )
     return iid
 
 
-def _request_answered(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> None:
+def _request_answered(event: TaskEvent, refs: Refs, batch: _Batch, ops: list) -> None:
     """The open request this answer answers closes; its activity says the task works on
     the answer (until the task ends: `_task_ends`)."""
     data, at = event.data or {}, event.created_at
-    for interrupt in _open(task, Interrupt.Kind.INPUT_REQUEST):
+    for interrupt in _open(event.task_id, Interrupt.Kind.INPUT_REQUEST):
         if interrupt.request_id and interrupt.request_id != data.get("requestId"):
             continue
-        _close(interrupt, batch, ops, at)
+        _close(interrupt, ops, at)
         batch.activity_change(
             interrupt,
             {
@@ -408,36 +419,36 @@ def _request_answered(event: TaskEvent, task: Task, batch: _Batch, ops: list) ->
                 "answeredBy": event.actor,
                 "answeredAt": ts(at),
             },
+            at,
         )
         interrupt.save(update_fields=["content", "pending", "resolved_at"])
 
 
-def _pause_opens(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> None:
-    """A pause (or an agent's park) opens its activity; an operator's hold over a park
-    supersedes the park's."""
+def _pause_opens(event: TaskEvent, refs: Refs, batch: _Batch, ops: list) -> None:
+    """A pause (or an agent's park) opens its activity, described by the suspension the
+    event names; an operator's hold over a park supersedes the park's."""
     data, at = event.data or {}, event.created_at
     if data.get("supersedes"):
         for interrupt in Interrupt.objects.filter(interrupt_id=data["supersedes"]):
-            _close(interrupt, batch, None, at)
-            batch.activity_change(interrupt, {"stage": "superseded"})
+            _close(interrupt, None, at)
+            batch.activity_change(interrupt, {"stage": "superseded"}, at)
             interrupt.save(update_fields=["content", "pending", "resolved_at"])
-    susp = task.current_suspension
-    pause = pause_facts(susp) or {}
+    pause = pause_facts(refs.suspensions.get(data["handle"])) or {}
     interrupt = Interrupt.objects.create(
         interrupt_id=data["handle"],
-        task=task,
+        task_id=event.task_id,
         kind=Interrupt.Kind.PAUSE,
         reason="a2a:paused",
-        content={"stage": "paused", "taskId": task.id, **pause},
+        content={"stage": "paused", "taskId": event.task_id, **pause},
         created_at=at,
     )
-    batch.activity_snapshot(interrupt)
+    batch.activity_snapshot(interrupt, at)
 
 
-def _pause_resumes(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> None:
+def _pause_resumes(event: TaskEvent, refs: Refs, batch: _Batch, ops: list) -> None:
     data, at = event.data or {}, event.created_at
-    for interrupt in _open(task, Interrupt.Kind.PAUSE):
-        _close(interrupt, batch, None, at)
+    for interrupt in _open(event.task_id, Interrupt.Kind.PAUSE):
+        _close(interrupt, None, at)
         batch.activity_change(
             interrupt,
             {
@@ -447,42 +458,43 @@ def _pause_resumes(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> No
                 "hadResumeInput": data.get("hadResumeInput"),
                 "resumedBy": event.actor,
             },
+            at,
         )
         interrupt.save(update_fields=["content", "pending", "resolved_at"])
 
 
-def _task_ends(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> None:
+def _task_ends(event: TaskEvent, refs: Refs, batch: _Batch, ops: list) -> None:
     """The task is over (any of ENDING_KINDS): nothing of it stays open. Its pause ends
     (`timed_out` when its deadline ended the task, else `canceled`), a question never
     answered is withdrawn, and an answered one the task was working on ends as the task
-    did (its final state: a timeout that fails the task says `failed`)."""
+    did (its final state, the event's: a timeout that fails the task says `failed`)."""
     kind, at = event.kind, event.created_at
-    touched = _TOUCHED_BY_AN_END.fetch(task=task.id)  # one read for the three kinds
+    touched = _TOUCHED_BY_AN_END.fetch(task=event.task_id)  # one read for the three kinds
     pauses = [i for i in touched if i.pending and i.kind == Interrupt.Kind.PAUSE]
     asked = [i for i in touched if i.pending and i.kind == Interrupt.Kind.INPUT_REQUEST]
     answered = [i for i in touched if not i.pending]
     for interrupt in pauses:
         stage = "timed_out" if kind == EventKind.TIMED_OUT else "canceled"
-        _close(interrupt, batch, None, at)
-        batch.activity_change(interrupt, {"stage": stage, "endedAt": ts(at)})
+        _close(interrupt, None, at)
+        batch.activity_change(interrupt, {"stage": stage, "endedAt": ts(at)}, at)
         interrupt.save(update_fields=["content", "pending", "resolved_at"])
     for interrupt in asked:  # never answered
-        _close(interrupt, batch, ops, at)
-        batch.activity_change(interrupt, {"stage": "withdrawn", "decision": None})
+        _close(interrupt, ops, at)
+        batch.activity_change(interrupt, {"stage": "withdrawn", "decision": None}, at)
         interrupt.save(update_fields=["content", "pending", "resolved_at"])
     for interrupt in answered:
-        batch.activity_change(interrupt, {"stage": str(task.state)})
+        batch.activity_change(interrupt, {"stage": str(event.to_state)}, at)
         interrupt.save(update_fields=["content"])
 
 
-def _untouched(event: TaskEvent, task: Task, batch: _Batch, ops: list) -> None:
+def _untouched(event: TaskEvent, refs: Refs, batch: _Batch, ops: list) -> None:
     """The event opens, moves on or closes no interrupt."""
 
 
 # What each kind of event does to the task's interrupts (its AG-UI activities and the
 # view's pendingInterrupts); a handler returns a new lastInterruptId or None. Every kind
 # has its entry, "nothing" included (tests/test_kinds_handled.py).
-Touches = Callable[[TaskEvent, Task, _Batch, list], str | None]
+Touches = Callable[[TaskEvent, Refs, _Batch, list], str | None]
 ACTIVITIES: dict[EventKind, Touches] = {
     EventKind.CREATED: _untouched,
     EventKind.STARTED: _untouched,
@@ -502,18 +514,18 @@ ACTIVITIES: dict[EventKind, Touches] = {
 }
 
 
-def _open(task: Task, kind: str) -> list[Interrupt]:
-    return _OPEN.fetch(task=task.id, kind=str(kind))
+def _open(task_id: str, kind: str) -> list[Interrupt]:
+    return _OPEN.fetch(task=task_id, kind=str(kind))
 
 
-def _close(interrupt: Interrupt, batch: _Batch, ops: list | None, at) -> None:
+def _close(interrupt: Interrupt, ops: list | None, at) -> None:
     interrupt.pending = False
     interrupt.resolved_at = at
     if ops is not None and interrupt.kind == Interrupt.Kind.INPUT_REQUEST:
         ops.append({"op": "remove", "path": view.pending_path(interrupt.interrupt_id)})
 
 
-def _poke() -> None:
+def poke() -> None:
     """After commit: wake every process's Tailer. Bounded like an announcement (a frozen
     Redis must not hold the writer; a2a.notify.send): a lost poke only means the Tailers
     find the rows on their next poll."""

@@ -19,6 +19,7 @@ TASKDECK["VIEW"]["SNAPSHOT_BYTES"]: the run's own task first, then the thread's 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -62,9 +63,8 @@ from a2a.event_kinds import ENDING_KINDS
 from a2a.formats import text_of
 from a2a.lifecycle import PAUSED, State
 from a2a.models import Task
-from a2a.notify import Listener, group_name
-from agui import bridge, selectors, view
-from agui.models import AguiEvent, Interrupt
+from agui import bridge, fanout, selectors, view
+from agui.models import AguiEvent, Interrupt, ViewTask
 from agui.projector import EVICTION, TEXT
 from agui.schemas import response_schema
 
@@ -86,38 +86,53 @@ def _enc(event) -> bytes:
     return EventEncoder().encode(event).encode()
 
 
-def _rows(task_id: str, after: int) -> tuple[list[tuple], str, int]:
-    """The task's state and version, then its new log rows. In that order: a task's rows
-    commit with the change that gives it its version, so every row up to the version read
-    is among the rows read after it. (Read the other way round, a stop committed between
-    the two reads looked caught up with rows still unread: a run ended without the
-    interrupt's ACTIVITY_SNAPSHOT — tests/runtime/test_agui_runs.py, seen in CI.)"""
+def _rows(task_id: str, after: int) -> tuple[list[tuple], str, bool]:
+    """The task's log rows above view version `after`, its state, and whether the view has
+    caught up with it.
+
+    Read in this order: the task's state and version, then the task version its view
+    entry reflects, then the rows. A pass commits a task's rows with its view entry, so
+    when the view has reached the version read, every row of it is among the rows read
+    after. (Read the other way round, a stop projected between the reads looked caught up
+    with rows still unread: a run ended without the interrupt's ACTIVITY_SNAPSHOT —
+    tests/runtime/test_agui_runs.py, seen in CI.) The projection runs after the writer's
+    commit (agui.projection), so "the task stopped" is not enough: the view must have
+    reached the stop too."""
     state, version = Task.objects.filter(pk=task_id).values_list("state", "version").get()
+    seen = ViewTask.objects.filter(task_id=task_id).values_list("task_version", "version").first()
+    projected = (seen[0] if seen[0] is not None else seen[1]) if seen else 0
     rows = list(
-        AguiEvent.objects.filter(task_id=task_id, id__gt=after)
+        AguiEvent.objects.filter(task_id=task_id, version__gt=after)
         .exclude(type=EVICTION)
         .order_by("id")
-        .values_list("id", "task_version", "type", "event")
+        .values_list("id", "version", "type", "event")
     )
-    return rows, state, version
+    return rows, state, projected >= version
 
 
-def _thread_snapshot(context_id: str, task_id: str) -> dict:
+def _thread_window(context_id: str, task_id: str) -> selectors.Window:
     """The thread's tasks, the run's own first, within the snapshot budget."""
     return selectors.window(
         max_bytes=view.limits().snapshot_bytes,
         context_id=context_id,
         first=task_id,
         live_only=False,
-    ).snapshot
+    )
+
+
+def _thread_snapshot(context_id: str, task_id: str) -> dict:
+    return _thread_window(context_id, task_id).snapshot
 
 
 def _opening(plan: bridge.RunPlan) -> tuple[dict, list[Interrupt], int]:
-    cursor = selectors.cursor()
+    """The run's snapshot, the interrupts its resume answered, and the view version of its
+    task the snapshot holds: the stream relays the task's rows above it (by version, not
+    by a global row id, which a pass committing late would fall below)."""
+    window = _thread_window(plan.context_id, plan.task_id)
     return (
-        _thread_snapshot(plan.context_id, plan.task_id),
+        window.snapshot,
         list(Interrupt.objects.filter(interrupt_id__in=plan.resumed)),
-        cursor,
+        window.versions.get(plan.task_id, 0),
     )
 
 
@@ -218,15 +233,17 @@ async def _stream(run: RunAgentInput, actor: services.Actor) -> AsyncIterator[by
         yield _enc(RunErrorEvent(message="the server failed to start the run", code="internal"))
         return
     outcome = "error"
-    news = Listener(group_name(plan.task_id))  # a Redis outage slows a run, never fails it
+    # woken when the projection wrote log rows (any task's: the process's one log reader);
+    # a Redis outage only slows a run to POLL, never fails it
+    tail = fanout.tailer()
+    news = await tail.register()
     try:
-        await news.join()
         yield _enc(
             RunStartedEvent(
                 thread_id=plan.thread_id, run_id=plan.run_id, protocol_version=PROTOCOL_VERSION
             )
         )
-        snapshot, resumed, cursor = await database_sync_to_async(_opening)(plan)
+        snapshot, resumed, held = await database_sync_to_async(_opening)(plan)
         yield _enc(StateSnapshotEvent(snapshot=snapshot))
         for i in resumed:
             yield _enc(
@@ -245,16 +262,16 @@ async def _stream(run: RunAgentInput, actor: services.Actor) -> AsyncIterator[by
                     outcome = "revoked"
                     yield _enc(RunErrorEvent(message="the API key was revoked", code="revoked"))
                     return
-            rows, state, version = await fetch(plan.task_id, cursor)
-            for row_id, _, type_, event in rows:
-                cursor = row_id
+            rows, state, caught_up = await fetch(plan.task_id, held)
+            for _, version, type_, event in rows:
+                held = version
                 for chunk in _relayed(type_, event):
                     yield chunk
-            # stopped, and nothing after the stop (a later change: read its state again)
-            if state in STOPS and (not rows or rows[-1][1] <= version):
+            # stopped, and the view has every row up to the stop
+            if state in STOPS and caught_up:
                 break
             if not rows:
-                await news.wait(POLL)
+                await _woken(news, POLL)
         ending = await database_sync_to_async(_ending)(plan.task_id)
         stopped, last_words = _last_words(plan, *ending)
         for event in last_words[:-1]:
@@ -268,7 +285,20 @@ async def _stream(run: RunAgentInput, actor: services.Actor) -> AsyncIterator[by
         try:  # the outcome first: it is the record; leaving the group is housekeeping
             await database_sync_to_async(bridge.finish_run)(plan.run_id, outcome)
         finally:
-            await news.leave()
+            tail.unregister(news)
+
+
+async def _woken(news: asyncio.Queue, timeout: float) -> None:
+    """Wait until the log reader hands over new rows (or `timeout`), then drop what it
+    handed: the run reads its own task's rows itself. asyncio.timeout, not wait_for: on
+    Python 3.11 wait_for swallows a cancellation that arrives as the queue hands over rows,
+    and a run whose client left then streamed on for ever without recording its outcome
+    (tests/fuzz/test_agui_fuzz.py found it)."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(timeout):
+            await news.get()
+    while not news.empty():
+        news.get_nowait()
 
 
 def _json(event: dict[str, Any]) -> str:

@@ -47,6 +47,7 @@ def limits() -> Limits:
 def task_entry(
     task: Task,
     *,
+    version: int,
     status_message: Message | None,
     previous: dict[str, Any] | None,
     title: str | None = None,
@@ -56,6 +57,9 @@ def task_entry(
     decision: str | None = None,
 ) -> dict[str, Any]:
     """The view entry; fields the projector does not recompute carry over from `previous`.
+    `version`: the view's own version of the task (agui.models.ViewTask); `taskVersion`
+    says which task version the entry reflects (the task page compares it with the
+    task's).
     `waiting_for_worker_since`: when a task resumed to work that no worker has taken yet
     was resumed (the projector's `_waiting_for_worker`). `decision`: the answer to the
     task's latest input request ("approved", "rejected", "provided"), when this event
@@ -71,7 +75,8 @@ def task_entry(
         "updatedAt": ts(task.updated_at),
         "createdAt": ts(task.created_at),
         "createdBy": task.created_by,
-        "version": task.version,
+        "version": version,
+        "taskVersion": task.version,
         "lastRunId": previous.get("lastRunId"),
         "lastInterruptId": last_interrupt_id or previous.get("lastInterruptId"),
         "summaries": {

@@ -1,6 +1,11 @@
 """Operator actions: each calls `a2a.services` (the only write path) and writes one
 AuditEntry, whether the action went through or was refused.
 
+The live view is projected after the services' commit (agui.projection); an action that
+went through brings its tasks' view up to date before the page shows the result
+(`projection.catch_up`), so an operator sees their own action: the answered request gone
+from the inbox, the pause's card on the task page.
+
 Views stay thin: they check the form, call one function here and render its `Result`.
 Nothing here saves a Task.
 """
@@ -26,6 +31,7 @@ from a2a.errors import (
     refusal_hint,
 )
 from a2a.models import Task
+from agui import projection
 from dashboard.models import AuditEntry
 from dashboard.vocabulary import MODE_EFFECT, verb
 
@@ -84,6 +90,7 @@ def _run(user, action: str, task_id: str, call, *, reason: str = "", done: str) 
     except REFUSALS as exc:
         errors = exc.errors if isinstance(exc, ValidationFailed) else None  # by field path
         return refuse(user, action, task_id, explain(exc), reason=reason, errors=errors)
+    projection.catch_up([task_id])
     audit(user, action, task_id, reason=reason, ok=True, detail=done)
     return Result(True, done)
 
@@ -158,6 +165,7 @@ def emit_event(user, name: str, payload: dict[str, Any], *, task_id: str = "") -
     def call():
         event = services.emit_event(name, payload, actor=actor_of(user))
         woke.extend(event.woke)
+        projection.catch_up(w.get("taskId", "") for w in event.woke)
 
     result = _run(user, "emit-event", task_id, call, done=f"event {name}")
     if result.ok:
@@ -177,6 +185,7 @@ def answer(user, task_id: str, *, request_id: str, values: dict[str, Any], summa
         return refuse(user, "answer", task_id, explain(exc), reason=summary, errors=errors)
     except REFUSALS as exc:
         return refuse(user, "answer", task_id, explain(exc), reason=summary)
+    projection.catch_up([task_id])
     audit(user, "answer", task_id, reason=summary, ok=True, detail=f"answered {request_id}")
     return Result(True, said(values))
 
@@ -219,6 +228,7 @@ def start_demo(user, skill: str, text: str, metadata: dict[str, Any]) -> tuple[R
         metadata={"skill": skill, **metadata},
         origin=services.Origin(Task.Origin.DASHBOARD),
     ).task
+    projection.catch_up([task.id])
     audit(user, "start", task.id, ok=True, detail=f"started {skill} demo: {text}")
     return Result(True, f"started {skill}: {text}"), task
 
@@ -278,6 +288,7 @@ def bulk(
             result.skipped.append((task_id, explain(exc)))
         else:
             result.done.append(task_id)
+    projection.catch_up(result.done)
     detail = result.summary
     if result.done:
         detail += f"\n{verb(action).past}: " + " ".join(result.done)

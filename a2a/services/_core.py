@@ -1,8 +1,9 @@
 """What every service shares: who acts, locking a task, and recording a change.
 
 A service is `with transaction.atomic(): task = lock(id); move = lifecycle.move(...);
-write; record(...)`. `record` bumps the task's version, appends the TaskEvent and
-publishes it (in-transaction subscribers now, on-commit ones after the commit).
+write; record(...)`. `record` bumps the task's version, appends the TaskEvent (and its
+ProjectionDue row) and publishes it (in-transaction subscribers now, on-commit ones after
+the commit).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from django.utils import timezone
 from a2a import access, event_kinds, events
 from a2a.errors import TaskNotFound, ValidationFailed
 from a2a.event_kinds import EventKind
-from a2a.models import Message, Suspension, Task, TaskEvent
+from a2a.models import Message, ProjectionDue, Suspension, Task, TaskEvent
 from a2a.prepared import Prepared, PreparedInsert, PreparedUpdate
 from a2a.services import checks
 
@@ -135,6 +136,7 @@ _LAST_SEQ = Prepared(
 _NEW_MESSAGE = PreparedInsert(Message)
 _NEW_EVENT = PreparedInsert(TaskEvent)
 _SAVE_TASK = PreparedUpdate(Task)
+_NEW_DUE = PreparedInsert(ProjectionDue)
 
 
 def append_message(
@@ -207,6 +209,8 @@ def record(
         task_version=task.version,
         created_at=at,
     )
+    if events.projected():  # durable: the projection runs after commit (events' docstring)
+        _NEW_DUE.insert(task=task, task_version=task.version, at=at)
     event.task = task  # subscribers read the locked, current row without a query
     event.message = created
     events.publish(event)

@@ -116,6 +116,7 @@ def context(
     pending = next((i for i in detail.interrupts if i.pending and i.kind == "INPUT_REQUEST"), None)
     emit = _emit_defaults(task)
     susp = task.current_suspension
+    projected = selectors.projected_version(task.pk)
     ctx = {
         "page": "detail",
         "detail": detail,
@@ -142,6 +143,10 @@ def context(
         "emit_form": forms.EmitEventForm(initial=emit) if emit else None,
         "item": answer_card.card(pending, request.get_full_path()) if pending else None,
         "progress": task.progress,
+        # the task version the live view (the answer card's Interrupt) reflects: the page
+        # refetches when the view passes it, and says when it is behind (agui.projection)
+        "view_version": projected,
+        "view_behind": projected < task.version,
         "timeline_filters": timeline.FILTERS,
         **_resume_fields(susp, resume_posted, resume_errors),
         **payloads(detail),

@@ -1,5 +1,6 @@
-// Task detail: refresh the page's regions when this task changes (a newer version in the
-// live view), count down the pause deadline, and keep forms being edited untouched.
+// Task detail: refresh the page's regions when this task changes (the live view reflects a
+// newer task version than the page's data-version, which is the one the view had when the
+// page was drawn: the view is projected after the change commits), count down the pause deadline, and keep forms being edited untouched.
 // A refused action answers from its POST URL (/tasks/<id>/resume, …), which only takes
 // POST: the refresh always fetches the task's own page (data-url), and the address bar is
 // put back to it so a reload or a copied link shows the task, not a 405.
@@ -60,7 +61,8 @@ export function start(live) {
 
   function wanted() {
     const entry = live.tasks[taskId];
-    return entry && entry.version > shown;
+    // the task version the entry reflects (entries projected before it was sent: version)
+    return entry && (entry.taskVersion ?? entry.version) > shown;
   }
   live.on("snapshot", () => wanted() && refresh());
   live.on("change", (ids) => ids.has(taskId) && wanted() && refresh());

@@ -220,7 +220,7 @@ def test_agui_rows_inserted_together_are_the_rows_bulk_create_writes(count):
 
     def rows(start: int) -> list[AguiEvent]:
         return [
-            AguiEvent(task_id=task.pk, task_version=start + i, type="STATE_DELTA",
+            AguiEvent(task_id=task.pk, version=start + i, type="STATE_DELTA",
                       event={"delta": [{"op": "add", "value": JSON}], "i": i}, created_at=at)
             for i in range(count)
         ]  # fmt: skip

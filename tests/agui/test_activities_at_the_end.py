@@ -18,6 +18,7 @@ from a2a import services
 from a2a.event_kinds import ENDING_KINDS, EventKind
 from a2a.lifecycle import Dialect
 from a2a.models import Suspension, Task
+from agui import projection
 from agui.models import Interrupt
 from tests.conftest import AGENT, APPROVAL_REQUEST, CLIENT, answer, user_message
 
@@ -68,6 +69,7 @@ def _asked_answered_paused() -> Task:
 
 
 def _stages(task: Task) -> dict[str, str]:
+    projection.project_due()  # the test's transaction never commits (tests/agui/conftest.py)
     return {
         str(i.kind): i.content["stage"]
         for i in Interrupt.objects.filter(task_id=task.id).order_by("created_at")
@@ -81,6 +83,7 @@ def test_no_activity_is_left_open_on_an_ended_task(kind):
     ENDINGS[kind](task.id)
     task.refresh_from_db()
     assert task.events.order_by("-id").first().kind == kind
+    projection.project_due()
     assert not Interrupt.objects.filter(task_id=task.id, pending=True).exists()
     stages = _stages(task)
     assert not OPEN_STAGES & set(stages.values()), stages
@@ -106,6 +109,7 @@ def test_a_question_paused_unanswered_is_withdrawn_when_the_pause_times_out():
         task.id, actor=CLIENT, reason="hold", resume_when=TIMEOUT_FAILS, dialect=Dialect.BINDU
     )
     _deadline_passes(task.id)
+    projection.project_due()
     question = Interrupt.objects.get(task_id=task.id, kind=Interrupt.Kind.INPUT_REQUEST)
     assert not question.pending
     assert question.content["stage"] == "withdrawn"

@@ -15,7 +15,7 @@ from django.utils import timezone
 from a2a import conf, periodic
 from a2a.models import Task
 from a2a.runtime import scheduler
-from agui import projector, retention, selectors
+from agui import projection, projector, retention, selectors
 from agui.models import AguiEvent, AguiRun, AguiThread, LogRetention, ViewTask
 from tests.agui.test_view_bound import view_settings
 from tests.agui.test_websocket import Client
@@ -132,6 +132,7 @@ def test_a_socket_whose_server_had_not_read_the_deleted_rows_gets_a_fresh_snapsh
         later = timezone.now() + timedelta(hours=HOURS + 1)
         with transaction.atomic():
             lost = make_task("completed")
+            projection.project_due()  # in this transaction, not after it (D8)
             evict_all(later)
             written = rows_of(lost)
             assert retention.prune(later).rows == written

@@ -12,13 +12,14 @@ from a2a.formats import ts
 from a2a.lifecycle import Dialect
 from a2a.models import Task
 from a2a.protocol import stream
-from agui import selectors
+from agui import projection, selectors
 from tests.conftest import AGENT, CLIENT, answer, user_message
 
 pytestmark = pytest.mark.django_db
 
 
 def entry(task_id: str) -> dict:
+    projection.project_due()  # the test's transaction never commits (tests/agui/conftest.py)
     return selectors.snapshot([task_id])["view"]["tasks"][task_id]
 
 

@@ -524,7 +524,10 @@ def snapshot(exclude: frozenset[str] = frozenset()) -> dict[str, list[tuple]]:
     with connection.cursor() as cursor:
         for model in _models(exclude):
             meta = model._meta
-            cursor.execute(f"SELECT * FROM {quote(meta.db_table)} ORDER BY {quote(meta.pk.column)}")
+            # a composite key (ProjectionDue) has no one column: order by each of its own
+            columns = [f.column for f in getattr(meta.pk, "fields", [meta.pk])]
+            order = ", ".join(quote(c) for c in columns)
+            cursor.execute(f"SELECT * FROM {quote(meta.db_table)} ORDER BY {order}")
             out[meta.label] = cursor.fetchall()
     return out
 
