@@ -83,7 +83,9 @@ def _claim(task_ids: list[str], wait: bool) -> list[str]:
         return task_ids
     with connection.cursor() as cursor:
         if wait:
-            cursor.execute("SET LOCAL lock_timeout = %s", [f"{int(CATCH_UP_SECONDS * 1000)}ms"])
+            # SET LOCAL takes no parameters (psycopg binds them server-side): set_config does
+            wait_ms = f"{int(CATCH_UP_SECONDS * 1000)}ms"
+            cursor.execute("SELECT set_config('lock_timeout', %s, true)", [wait_ms])
             for task_id in task_ids:
                 cursor.execute(
                     "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [LOCK_CLASS, task_id]

@@ -206,7 +206,9 @@ def test_send_stream_get_and_a_refused_key(sdk, binding, settle, sdk_states):
     assert {e["task_id"] for e in events} == {task_id}
     assert {e["context_id"] for e in events} == {first["context_id"]}
     assert states(events)[-1] == "TASK_STATE_COMPLETED" and rest[-1]["kind"] == "status_update"
-    assert "TASK_STATE_WORKING" in states(rest)
+    # working: in the opening task when the worker took it before the stream read it (seen
+    # under CI load), else as an update
+    assert "TASK_STATE_WORKING" in states(events)
     assert rest[-1]["text"] == "Processed 3 items."
     assert items(Artifact.objects.get(task_id=task_id).parts) == [0, 1, 2]
     assert artifact_view(first, rest) == {RESULTS: [0, 1, 2]}, [sig(e) for e in events]
