@@ -30,6 +30,7 @@ D8), so it may lag behind the tasks. While sockets are registered the Tailer rea
 LAG_NOTICE_SECONDS every socket gets a CUSTOM event `taskdeck.lag` with the lag in seconds
 at each reading (so a socket that connects meanwhile hears it too), and once more with 0
 when it falls back. The dashboard shows it in its connection status (static/js/live.js).
+(Run streams register here too, for wake-ups only: a notice just wakes one, agui/runs.py.)
 """
 
 from __future__ import annotations
