@@ -84,7 +84,12 @@ def _claim(task_ids: list[str], wait: bool) -> list[str]:
         return task_ids
     with connection.cursor() as cursor:
         if wait:
-            cursor.execute("SET LOCAL lock_timeout = %s", [f"{int(CATCH_UP_SECONDS * 1000)}ms"])
+            # set_config(…, true) is SET LOCAL with a bound value (SET takes no parameter,
+            # and the connection binds server-side: dashboard/settings.py)
+            cursor.execute(
+                "SELECT set_config('lock_timeout', %s, true)",
+                [f"{int(CATCH_UP_SECONDS * 1000)}ms"],
+            )
             for task_id in task_ids:
                 cursor.execute(
                     "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [LOCK_CLASS, task_id]
