@@ -6,7 +6,9 @@ entry holds its task's `version`, and each task's changes arrive one version at 
 the socket drops what the snapshot already holds, fills a gap from the log if it sees one,
 and a client that detects one anyway sends {"type": "resync"} for a fresh snapshot. When
 the log's retention deleted rows before this process read them (agui/fanout.py), the socket
-sends a fresh STATE_SNAPSHOT by itself: never a silent gap.
+sends a fresh STATE_SNAPSHOT by itself: never a silent gap. While the projection lags more
+than a notice's threshold the socket also gets CUSTOM `taskdeck.lag` events ({"seconds":
+n}, and 0 when it caught up; agui/fanout.py): the view is behind, the tasks are not.
 
 No message outgrows the WebSocket server's limit (Daphne refuses anything over 1 MiB and
 closes the socket with 1011): the snapshot is cut to TASKDECK["VIEW"]["SNAPSHOT_BYTES"]
@@ -181,6 +183,9 @@ class ViewConsumer(AsyncWebsocketConsumer):
                 while not self.queue.empty():
                     self.queue.get_nowait()
                 await self.resync()
+                continue
+            if isinstance(rows, dict):  # the Tailer's lag notice (CUSTOM taskdeck.lag)
+                await self._send(rows)
                 continue
             await self._deliver(rows)
 

@@ -23,6 +23,14 @@ which a Tailer has read unless it was stalled for longer than the retention. Sho
 have been, it would miss them silently; so every read also reads the retention's horizon
 (the highest id deleted), and when that passes the cursor the Tailer hands every socket
 RESYNC instead: each starts again from a fresh snapshot.
+
+The live view is projected after the writer's commit (docs/design/projection-after-commit.md,
+D8), so it may lag behind the tasks. While sockets are registered the Tailer reads the lag
+(agui.projection.lag: one query) at most once every LAG_READ_SECONDS; while it is over
+LAG_NOTICE_SECONDS every socket gets a CUSTOM event `taskdeck.lag` with the lag in seconds
+at each reading (so a socket that connects meanwhile hears it too), and once more with 0
+when it falls back. The dashboard shows it in its connection status (static/js/live.js).
+(Run streams register here too, for wake-ups only: a notice just wakes one, agui/runs.py.)
 """
 
 from __future__ import annotations
@@ -30,12 +38,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import deque
+from typing import Any
 
+from ag_ui.core import CustomEvent
 from channels.db import database_sync_to_async
 
 from a2a.notify import Listener
-from agui import retention
+from agui import projection, retention
 from agui.models import AguiEvent
 from agui.projector import TEXT, VIEW_GROUP
 
@@ -45,6 +56,16 @@ LISTEN_SECONDS = 30.0  # a listening Tailer waits on the layer this long per rec
 WINDOW = 500
 QUEUE_LIMIT = 200  # batches; a socket this far behind resyncs from a fresh snapshot
 RESYNC = "resync"  # queued instead of rows: rows this Tailer had not read were deleted
+LAG_READ_SECONDS = 1.0  # the lag is read at most this often per process
+LAG_NOTICE_SECONDS = 2.0  # sockets are told while the lag is over this
+LAG_EVENT = "taskdeck.lag"  # the CUSTOM event's name
+
+
+def lag_notice(seconds: float) -> dict[str, Any]:
+    """The CUSTOM event that tells a socket how far the view is behind (0: caught up);
+    queued like rows and sent as it is (consumers.py)."""
+    event = CustomEvent(name=LAG_EVENT, value={"seconds": round(seconds, 1)})
+    return event.model_dump(by_alias=True, mode="json")
 
 
 def _rows_after(low: int) -> tuple[list[tuple[int, str, int, str, dict]], int]:
@@ -88,6 +109,8 @@ class Tailer:
         self.horizon = 0  # the retention's horizon as this Tailer last read it
         self.seen: deque[int] = deque(maxlen=WINDOW * 4)
         self.seen_set: set[int] = set()
+        self.lag_read_at = float("-inf")  # time.monotonic() of the last lag reading
+        self.lagging = False  # the sockets were last told of a lag over the notice
 
     async def register(self) -> asyncio.Queue:
         queue: asyncio.Queue = asyncio.Queue()
@@ -134,8 +157,30 @@ class Tailer:
                 if fresh:
                     for queue in list(self.queues):
                         queue.put_nowait(fresh)  # unbounded; a socket far behind resyncs
+                if time.monotonic() - self.lag_read_at >= LAG_READ_SECONDS:
+                    await self._tell_the_lag()
         finally:
             listener.cancel()
+
+    async def _tell_the_lag(self) -> None:
+        """Read the lag; while over the notice, tell every socket, and tell them once when
+        it fell back. A failed reading tells nothing (the rows' read logs the outage)."""
+        self.lag_read_at = time.monotonic()
+        read = database_sync_to_async(projection.lag, thread_sensitive=False)
+        try:
+            seconds = (await read()).seconds
+        except Exception:
+            log.warning("reading the projection's lag failed", exc_info=True)
+            return
+        if seconds > LAG_NOTICE_SECONDS:
+            self.lagging = True
+        elif self.lagging:
+            self.lagging, seconds = False, 0.0
+        else:
+            return
+        notice = lag_notice(seconds)
+        for queue in list(self.queues):
+            queue.put_nowait(notice)
 
     def _see(self, row_id: int) -> None:
         if row_id in self.seen_set:

@@ -32,7 +32,8 @@ Where passes run (TASKDECK_PROJECTION, conf.VIEW.projection):
 - `catch_up(task_ids)`: project these tasks now on this thread, waiting for a pass in
   flight: what an operator's own action needs before the page shows its result.
 
-The lag (age of the oldest due row) is `lag()`: /healthz and the benches read it.
+The lag (age of the oldest due row) is `lag()` (a2a.health reads it): /healthz, the live
+view's lag notice (agui/fanout.py) and the benches show it.
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ import atexit
 import logging
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db import close_old_connections, connection, transaction
@@ -50,6 +50,7 @@ from django.utils import timezone
 
 from a2a import conf
 from a2a.event_kinds import EventKind, is_agent_text
+from a2a.health import Lag, projection_lag
 from a2a.models import Message, ProjectionDue, Suspension, Task, TaskEvent
 from agui import projector, view
 from agui.models import AguiRun, ViewTask
@@ -83,9 +84,12 @@ def _claim(task_ids: list[str], wait: bool) -> list[str]:
         return task_ids
     with connection.cursor() as cursor:
         if wait:
-            # SET LOCAL takes no parameters (psycopg binds them server-side): set_config does
-            wait_ms = f"{int(CATCH_UP_SECONDS * 1000)}ms"
-            cursor.execute("SELECT set_config('lock_timeout', %s, true)", [wait_ms])
+            # set_config(…, true) is SET LOCAL with a bound value (SET takes no parameter,
+            # and the connection binds server-side: dashboard/settings.py)
+            cursor.execute(
+                "SELECT set_config('lock_timeout', %s, true)",
+                [f"{int(CATCH_UP_SECONDS * 1000)}ms"],
+            )
             for task_id in task_ids:
                 cursor.execute(
                     "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [LOCK_CLASS, task_id]
@@ -281,23 +285,10 @@ def catch_up(task_ids: Iterable[str]) -> None:
         log.exception("catching up the view for %s failed; the projector will", ids)
 
 
-@dataclass
-class Lag:
-    """How far the view is behind the tasks: the age of the oldest due row."""
-
-    seconds: float
-    due_rows: int
-    due_tasks: int
-
-
 def lag() -> Lag:
-    """Two statements over a table that holds only the backlog."""
-    oldest = ProjectionDue.objects.aggregate(first=Min("at"))["first"]
-    if oldest is None:
-        return Lag(0.0, 0, 0)
-    rows = ProjectionDue.objects.count()
-    tasks = ProjectionDue.objects.values("task_id").distinct().count()
-    return Lag(max(0.0, (timezone.now() - oldest).total_seconds()), rows, tasks)
+    """How far the live view is behind: the core's one reading of it (a2a.health), which
+    /healthz serves and the socket's lag notice (agui/fanout.py) and the benches read."""
+    return projection_lag()
 
 
 class Projector:

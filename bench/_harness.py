@@ -75,7 +75,16 @@ def wait_for_port(port: int, proc: subprocess.Popen, what: str, timeout: float =
     raise RuntimeError(f"{what} did not listen on port {port} within {timeout:.0f} s")
 
 
+def served(env: dict[str, str]) -> dict[str, str]:
+    """`env` for a served process: the AG-UI projection as production runs it (its default,
+    a thread of the process: docs/design/projection-after-commit.md, D8), whatever the
+    bench process itself runs (`sync` where it builds tasks and reads the view at once)."""
+    return {k: v for k, v in env.items() if k != "TASKDECK_PROJECTION"}
+
+
 def start_server(env: dict[str, str], port: int) -> subprocess.Popen:
+    """Daphne serving the dashboard's ASGI app on `port` (the projection as `served` says)."""
+    env = served(env)
     proc = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
          "dashboard.asgi:application"],

@@ -16,18 +16,27 @@ false, its EVICTION delta logged), and was finished between one hour and ninety 
 open ones changed within the last week.
 
 Not filled: run leases and job rows (the runtime's; a filled working task has no run in
-flight), receipts of idempotent sends.
+flight), receipts of idempotent sends, and due rows (a2a_projectiondue: a filled task is
+projected, its ViewTask's cursor — task_version, event_id — pointing at its own copy's last
+event). The templates are read back as soon as the services made them, so the process
+that imports this module projects on the committing thread (TASKDECK_PROJECTION=sync,
+docs/design/projection-after-commit.md, D8); the served Daphne keeps the default
+(bench/_harness.py `served`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+# before Django is set up (bench/scale.py imports this module first): see the docstring
+os.environ.setdefault("TASKDECK_PROJECTION", "sync")
 
 # (table, column holding the task id); the order rows are written in
 TABLES = (
@@ -45,6 +54,7 @@ SERIAL = ("a2a_message", "a2a_artifact", "a2a_suspension", "a2a_taskevent", "agu
 POINTERS = {
     ("a2a_task", "status_message_id"): "a2a_message",
     ("a2a_task", "current_suspension_id"): "a2a_suspension",
+    ("agui_viewtask", "event_id"): "a2a_taskevent",  # the projection's cursor
 }
 TEMPLATE_TENANT = "scale-template"
 TEMPLATE_EVENT = "scale.template.event"

@@ -17,6 +17,17 @@ The changes (pause, resume, … 20 a second) are committed by a process of their
 default, as a worker's are (`--writer process`); `--writer bench` commits them from the
 bench process itself, whose event loop also reads every socket (its announcements then
 queue behind the readers).
+
+The AG-UI projection runs after the writer's commit (docs/design/projection-after-commit.md,
+D8). The served Daphne and the writer process run it as production does (TASKDECK_PROJECTION
+at its default, `thread`: the writer's projector thread projects its changes), so commit ->
+received includes the projection's lag by construction. This process builds tasks and
+reads the view at once (make_tasks, the delta size, the snapshot timings), so it projects
+on the committing thread (`sync`), and so does `--writer bench`. A pass may coalesce
+several changes of the task into one view change (one STATE_DELTA), so the readers follow
+the entry's `taskVersion`: a delta whose entry reaches task version v delivers change v
+and every one before it, and each change is timed from its commit to the first delta that
+covers it. The lag (agui.projection.lag) is printed after each fan-out run.
 """
 
 from __future__ import annotations
@@ -24,10 +35,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import time
 
-from _harness import ROOT, configure, free_port, percentiles, start_server
+from _harness import ROOT, configure, free_port, percentiles, served, start_server
 
 
 def make_tasks(n: int, prefix: str) -> None:
@@ -45,15 +57,30 @@ def make_tasks(n: int, prefix: str) -> None:
             services.create_task(msg, actor=actor, skill="batch")
 
 
+def commit_change(task_id: str, i: int, actor) -> tuple[int, float]:
+    """Pause (even i) or resume the task; its new task version and when it committed (an
+    on-commit callback registered before the services' own runs first: before any
+    projection, whatever the process's mode)."""
+    from django.db import transaction
+
+    from a2a import services
+
+    change = services.pause_task if i % 2 == 0 else services.resume_task
+    at: list[float] = []
+    with transaction.atomic():
+        transaction.on_commit(lambda: at.append(time.time()))
+        outcome = change(task_id, actor=actor)
+    return outcome.task.version, at[0]
+
+
 def make_changes(task_id: str, changes: int) -> None:
     """`--changes-of TASK_ID`: pause and resume the task `changes` times, 20 a second, as a
-    worker process would; print each committed version and when it committed. Warmed up
-    first (a database query, an announcement), as a worker that has been running is."""
+    worker process would (its projector thread projects them); print each committed task
+    version and when it committed. Warmed up first (a database query, an announcement), as
+    a worker that has been running is."""
     import django
 
     django.setup()
-    from django.db import transaction
-
     from a2a import notify, services
     from a2a.models import Task
 
@@ -61,26 +88,34 @@ def make_changes(task_id: str, changes: int) -> None:
     notify.send("bench-warm-up", {"type": "bench.warm"})
     actor = services.Actor("operator", "bench")
     for i in range(changes):
-        change = services.pause_task if i % 2 == 0 else services.resume_task
-        at: list[float] = []
-        with transaction.atomic():
-            transaction.on_commit(lambda at=at: at.append(time.time()))  # runs first: the commit
-            outcome = change(task_id, actor=actor)
-        print(json.dumps({"version": outcome.task.version, "at": at[0]}), flush=True)
+        version, at = commit_change(task_id, i, actor)
+        print(json.dumps({"version": version, "at": at}), flush=True)
         time.sleep(0.05)
 
 
 async def changes_elsewhere(task_id: str, changes: int) -> dict[int, float]:
-    """Run make_changes in a child process; its versions and commit times."""
+    """Run make_changes in a child process (projecting as a served process does); its task
+    versions and commit times."""
     child = await asyncio.create_subprocess_exec(
         sys.executable, __file__, "--changes-of", task_id, "--changes", str(changes),
-        stdout=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, env=served(dict(os.environ)),
     )  # fmt: skip
     out, _ = await child.communicate()
     if child.returncode:
         raise RuntimeError(f"the writer process exited with {child.returncode}")
     lines = [json.loads(line) for line in out.decode().splitlines() if line.startswith("{")]
     return {line["version"]: line["at"] for line in lines}
+
+
+def covered(event: dict, path: str) -> int | None:
+    """The task version a STATE_DELTA brings the entry at `path` to, if it touches it."""
+    reached = None
+    for op in event["delta"]:
+        if op["path"] == f"{path}/taskVersion":
+            reached = op["value"]
+        elif op["path"] == path and op["op"] in ("add", "replace"):
+            reached = op["value"].get("taskVersion", reached)
+    return reached
 
 
 async def fanout(
@@ -103,10 +138,11 @@ async def fanout(
             event = json.loads(await ws.recv())
             if event["type"] == "STATE_SNAPSHOT":
                 break
-    from agui.models import ViewTask
+    from agui import view
 
-    base = await sync_to_async(lambda: ViewTask.objects.get(task_id=task_id).version)()
-    wanted = set(range(base + 1, base + changes + 1))
+    path = view.task_path(task_id)
+    base = await sync_to_async(lambda: Task.objects.get(pk=task_id).version)()
+    wanted = range(base + 1, base + changes + 1)  # the task versions the changes make
     received: list[dict[int, float]] = []
 
     async def reader(ws) -> None:
@@ -114,23 +150,22 @@ async def fanout(
         received.append(got)
         while len(got) < len(wanted):
             event = json.loads(await ws.recv())
-            if event["type"] != "STATE_DELTA":
+            if event["type"] != "STATE_DELTA" or (reached := covered(event, path)) is None:
                 continue
-            for op in event["delta"]:
-                if op["path"].endswith(f"{task_id}/version") and op["value"] in wanted:
-                    got.setdefault(op["value"], time.time())
+            now = time.time()
+            for version in wanted:  # this delta delivers every change up to `reached`
+                if version <= reached:
+                    got.setdefault(version, now)
 
     readers = [asyncio.ensure_future(reader(ws)) for ws in sockets]
     committed: dict[int, float] = {}
     if writer == "process":
         committed = await changes_elsewhere(task_id, changes)
     else:
-        pause = sync_to_async(services.pause_task)
-        resume = sync_to_async(services.resume_task)
+        change = sync_to_async(commit_change)
         for i in range(changes):
-            change = pause if i % 2 == 0 else resume
-            outcome = await change(task_id, actor=actor)
-            committed[outcome.task.version] = time.time()  # the service returned: committed
+            version, at = await change(task_id, i, actor)
+            committed[version] = at
             await asyncio.sleep(0.05)  # 20 changes a second
     await asyncio.wait_for(asyncio.gather(*readers), timeout=120)
     latencies = [got[v] - committed[v] for got in received for v in got]
@@ -152,6 +187,9 @@ def main() -> None:
         make_changes(args.changes_of, args.changes)
         return
     env = configure(args.scale_out)
+    # this process reads the view right after its own writes (the served Daphne and the
+    # writer process do not inherit this: bench/_harness.py `served`)
+    os.environ.setdefault("TASKDECK_PROJECTION", "sync")
 
     import django
 
@@ -160,7 +198,7 @@ def main() -> None:
     from django.db import connection
 
     from a2a import api_keys, services
-    from agui import selectors
+    from agui import projection, selectors
     from agui.models import AguiEvent
 
     call_command("migrate", verbosity=0)
@@ -174,7 +212,11 @@ def main() -> None:
         url = f"ws://127.0.0.1:{port}/ws/agui/"
         for n in [int(c) for c in args.clients.split(",")]:
             lat = asyncio.run(fanout(url, token, n, args.changes, args.writer))
-            print(f"fan-out, {n:>5} clients: commit -> STATE_DELTA received  {percentiles(lat)}")
+            lag = projection.lag()
+            print(
+                f"fan-out, {n:>5} clients: commit -> STATE_DELTA received  {percentiles(lat)}"
+                f"; lag at the end {lag.seconds * 1000:.0f} ms ({lag.due_rows} due rows)"
+            )
     finally:
         server.terminate()
         server.wait(timeout=30)

@@ -23,6 +23,9 @@ records, for each AG-UI event it applies (static/js/board.js, window.__boardMetr
 At the end the page's view must equal a fresh snapshot (it reports the mismatches).
 Without REDIS_URL the server hears of changes made in this process by polling the event
 log (every 0.5 s), so deltas arrive in bursts; with REDIS_URL they arrive one by one.
+This process projects its changes into the live view on the committing thread
+(TASKDECK_PROJECTION=sync, docs/design/projection-after-commit.md, D8): it reads the view
+right after making them; the served Daphne keeps the default (a projector thread).
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ os.environ.update(
     # sync Playwright keeps an event loop in this thread while we call the ORM
     DJANGO_ALLOW_ASYNC_UNSAFE="true",
 )
+os.environ.setdefault("TASKDECK_PROJECTION", "sync")  # see the module's docstring
 
 import django  # noqa: E402
 
@@ -168,7 +172,8 @@ def main() -> None:
     daphne = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
          "dashboard.asgi:application"],
-        env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={k: v for k, v in os.environ.items() if k != "TASKDECK_PROJECTION"},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:

@@ -6,7 +6,20 @@ nothing.
 
     .venv/bin/python bench/call_costs.py [--scale-out] [--calls 50] [--sql send,run,resume]
         [--profile pause,resume]   (SORT=tottime: by own time; CALLEES=<regex>: what the
-                                    matching functions call, e.g. CALLEES='on_task_event')
+                                    matching functions call, e.g. CALLEES='project_task')
+    (--sql and --profile take phases, `send.project` for the projection after a phase, or
+    `project` for the projection after every phase)
+
+The AG-UI projection runs after the writer's commit (docs/design/projection-after-commit.md,
+D8): in production a thread of the process projects what each commit left due. Here the
+projection's on-commit subscriber (agui.projection.wake) is replaced by one that only
+notes the task, as the thread's hand-over does, so each phase measures what the writer
+pays (its due rows included); then the bench projects what that phase committed in one
+`project()` call, on this thread, measured as the phase's "projection" (`<phase>.project`):
+what moved to the projector. One pass per phase: the run's two transactions are projected
+together, as a projector thread one pass behind does; an idle thread may take two passes.
+The process itself is configured with TASKDECK_PROJECTION=sync (nothing here starts a
+projector thread; the phases' projection is this bench's own).
 
 cProfile sees only this thread: a run's database calls on pooled threads are not in it.
 Its times are wall-clock, so they include waiting for the database.
@@ -28,6 +41,7 @@ import logging
 import os
 import pstats
 import re
+import threading
 import time
 
 from _harness import configure
@@ -44,6 +58,7 @@ def main() -> None:
     args = parser.parse_args()
     configure(args.scale_out)
     os.environ["TASKDECK_DEBUG"] = "0"
+    os.environ.setdefault("TASKDECK_PROJECTION", "sync")  # see the module's docstring
 
     import django
 
@@ -51,19 +66,27 @@ def main() -> None:
     from django.core.management import call_command
     from django.db.backends import utils
 
-    from a2a import api_keys
+    from a2a import api_keys, events
     from a2a.auth import authenticate
     from a2a.protocol import calls
     from a2a.runtime import inline
+    from agui import projection
 
     call_command("migrate", verbosity=0)
     # each run here is "taken outside a served event loop" (it is run below): not news
     logging.getLogger("a2a.runtime.inline").setLevel(logging.ERROR)
     totals: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0])
     statements: collections.Counter = collections.Counter()
-    shown = set(filter(None, args.sql.split(",")))
+
+    def chosen(names: str) -> set[str]:
+        picked = set(filter(None, names.split(",")))
+        if "project" in picked:
+            picked |= {f"{p}.project" for p in ("send", "run", "answer", "pause", "resume")}
+        return picked
+
+    shown = chosen(args.sql)
     current: list[str | None] = [None]
-    profiled = set(filter(None, args.profile.split(",")))
+    profiled = chosen(args.profile)
     profiler = cProfile.Profile()
     execute = utils.CursorWrapper._execute_with_wrappers
 
@@ -88,6 +111,29 @@ def main() -> None:
             totals[name][1] += time.process_time() - cpu
             current[0] = None
 
+    # the projection's hand-over, as a projector thread gets it (see the module's docstring)
+    due: set[str] = set()
+    handed = threading.Lock()
+
+    def hand_over(event) -> None:
+        with handed:
+            due.add(event.task_id)
+
+    def take() -> list[str]:
+        with handed:
+            ids = sorted(due)
+            due.clear()
+        return ids
+
+    events.unsubscribe(projection.wake)
+    events.subscribe(hand_over, on_commit=True)
+
+    def project(name: str) -> None:
+        """Project what phase `name` committed, measured as `<name>.project`."""
+        ids = take()
+        if ids:
+            phase(f"{name}.project", lambda: projection.project(ids))
+
     _, token = api_keys.create_key("bench", ["read", "write"])
     principal = authenticate(f"Bearer {token}")
     headers = {"A2A-Version": "1.0"}
@@ -108,12 +154,16 @@ def main() -> None:
         # a blocking send whose agent completes at once, run as the web process runs it
         # (outside a served loop the run is not scheduled on commit: it is run here)
         pending = phase("send", lambda i=i: send(f"tck-complete-task-bench-{i}"))
+        project("send")
         phase("run", lambda p=pending: asyncio.run(inline._run(p.task_id)))
+        project("run")
         answer = phase("answer", lambda p=pending: calls.settled(p))
+        project("answer")
         assert answer.value["task"]["status"]["state"] == "TASK_STATE_COMPLETED", answer
         # a task that stays working, paused and resumed (its next slice is a worker's)
         working = send(f"bench-idle-{i}")
         asyncio.run(inline._run(working.task_id))
+        projection.project(take())  # set-up, not measured
         for name, params in (
             ("pause", {"taskId": working.task_id, "reason": "bench"}),
             ("resume", {"taskId": working.task_id}),
@@ -122,12 +172,26 @@ def main() -> None:
             method = {"pause": "PauseTask", "resume": "ResumeTask", "get": "GetTask"}[name]
             out = phase(name, lambda m=method, p=params: calls.decide(m, p, principal, headers))
             assert isinstance(out, calls.Answer), out
+            project(name)
 
     mode = "PostgreSQL + Redis" if args.scale_out else "SQLite + in-memory layer"
     print(f"Cost per call in one process ({mode}; {args.calls} calls each)")
-    for name, (queries, cpu) in totals.items():
-        per_call = cpu / args.calls * 1000
-        print(f"  {name:8s} {queries / args.calls:5.1f} queries  {per_call:6.2f} ms CPU")
+    print(
+        f"  {'phase':8s} {'writer':>21s}   {'projection after it':>21s}   {'both':>21s}\n"
+        f"  {'':8s}" + "   ".join([f"{'queries':>9s} {'ms CPU':>11s}"] * 3)
+    )
+
+    def cells(key: str) -> tuple[float, float]:
+        queries, cpu = totals.get(key, (0, 0.0))
+        return queries / args.calls, cpu / args.calls * 1000
+
+    for name in [n for n in totals if not n.endswith(".project")]:
+        wq, wc = cells(name)
+        pq, pc = cells(f"{name}.project")
+        print(
+            f"  {name:8s} {wq:9.1f} {wc:11.2f}   {pq:9.1f} {pc:11.2f}   "
+            f"{wq + pq:9.1f} {wc + pc:11.2f}"
+        )
     for (name, sql), n in sorted(statements.items()):
         print(f"  {n / args.calls:4.1f} x {name:7s} {sql}")
     if profiled:

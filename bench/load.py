@@ -78,6 +78,13 @@ machine ("other %": the PostgreSQL server's own processes, Redis, anything else 
 here; a busy machine shows there). Also printed: Redis's CPU per call for taskdeck-pg,
 and each server's CPU when idle (Taskdeck's workers and scheduler poll), which the
 slower operations' CPU ms/call carry.
+The AG-UI projection's lag (Taskdeck only; docs/design/projection-after-commit.md, D8):
+the servers project after each writer's commit, in a thread of each process (the
+default), and the age of the oldest row of a2a_projectiondue is how far the live view is
+behind. A sampler thread reads it from the server's database (Server.sql, a fresh
+connection each time) every 0.5 s from the start of each measured run until the job queue
+is empty; "lag max ms" is the largest sample, and the notes give each operation's max and
+its last reading (after the run: what was left behind), with the most due rows seen.
 Exit status 1 if a server fails to start or dies, or a setup call fails.
 """
 
@@ -96,9 +103,11 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from _harness import PG_ADMIN, REDIS, ROOT, free_port, send_params, wait_for_port
@@ -198,6 +207,16 @@ class Server:
 
         with psycopg.connect(f"{PG_BASE}/{self.db}", autocommit=True) as conn:
             return conn.execute(query).fetchall()
+
+    def lag(self) -> tuple[float, int]:
+        """The projection's lag in seconds (the age of the oldest due row; 0 when none) and
+        the number of due rows: what a2a.health.projection_lag reads, in plain SQL."""
+        oldest, rows = self.sql("SELECT min(at), count(*) FROM a2a_projectiondue")[0]
+        if oldest is None:
+            return 0.0, 0
+        if isinstance(oldest, str):  # SQLite: naive UTC, as Django writes it
+            oldest = datetime.fromisoformat(oldest).replace(tzinfo=UTC)
+        return max(0.0, (datetime.now(UTC) - oldest).total_seconds()), rows
 
     def backlog(self) -> int:
         """Taskdeck jobs not yet run to the end (READY or RUNNING), plus runs held without a
@@ -469,6 +488,9 @@ class Run:
     machine_cpu: float = 0.0  # all cores, busy seconds
     window: float = 0.0  # seconds the CPU was measured over
     drain: float = 0.0
+    lag_max: float | None = None  # seconds; Taskdeck's projection (LagSampler)
+    lag_last: float | None = None
+    due_max: int = 0
 
     @property
     def errors(self) -> int:
@@ -661,6 +683,38 @@ def idle_cpu(server: Server, seconds: float = 3) -> float:
 # ---------------------------------------------------------------------------- measuring
 
 
+class LagSampler(threading.Thread):
+    """Reads Taskdeck's projection lag every PERIOD seconds until stopped."""
+
+    PERIOD = 0.5
+
+    def __init__(self, server: Server) -> None:
+        super().__init__(name="lag-sampler", daemon=True)
+        self.server = server
+        self.stopping = threading.Event()
+        self.samples: list[tuple[float, int]] = []
+        self.failures = 0
+
+    def run(self) -> None:
+        while True:
+            try:
+                self.samples.append(self.server.lag())
+            except Exception:  # a locked SQLite file, a refused connection: next time
+                self.failures += 1
+            if self.stopping.wait(self.PERIOD):
+                return
+
+    def stop(self, run: Run) -> None:
+        """Stop, and put the max and a last reading (taken now) in `run`."""
+        self.stopping.set()
+        self.join()
+        last = self.server.lag()
+        samples = [*self.samples, last]
+        run.lag_max = max(seconds for seconds, _ in samples)
+        run.lag_last = last[0]
+        run.due_max = max(rows for _, rows in samples)
+
+
 def measure(server: Server, op: str, args, var: Path) -> Run:
     threads = len(server.ports)
     wrk_log = var / "wrk.log"
@@ -679,15 +733,37 @@ def measure(server: Server, op: str, args, var: Path) -> Run:
     server.drain()
     script = write_script(server, op, threads, args.connections, var)
     before = cpu_mark(server)
-    run, run.wrk_cpu = run_wrk(wrk_command(server, script, args.connections, args.seconds), wrk_log)
-    run.drain = server.drain()
+    sampler = LagSampler(server) if server.taskdeck else None
+    if sampler:
+        sampler.start()
+    try:
+        command = wrk_command(server, script, args.connections, args.seconds)
+        run, run.wrk_cpu = run_wrk(command, wrk_log)
+        run.drain = server.drain()
+    finally:
+        if sampler:  # stopped before the CPU is read: its backends are not the server's
+            sampler.stopping.set()
+            sampler.join()
     after = cpu_mark(server)
+    if sampler:
+        sampler.stop(run)
     server.check_alive()
     run.window = after.at - before.at
     run.server_cpu = cpu_between(before.server, after.server)
     run.redis_cpu = cpu_between(before.redis, after.redis)
     run.machine_cpu = (after.machine - before.machine) / CLK
     return run
+
+
+def lag_line(server: Server, runs: dict[str, Run]) -> str:
+    """Each operation's projection lag: its max and its last reading, ms."""
+    parts = [
+        f"{op} max {run.lag_max * 1000:.0f}, last {run.lag_last * 1000:.0f} "
+        f"({run.due_max} due rows at most)"
+        for op, run in runs.items()
+        if run.lag_max is not None and run.lag_last is not None
+    ]
+    return f"{server.label}: the AG-UI projection's lag, ms: " + "; ".join(parts)
 
 
 def taskdeck_health(server: Server) -> list[str]:
@@ -719,6 +795,7 @@ COLUMNS = (
     (TIMES + "SDK-mem", 8, ">"),
     (TIMES + "SDK-PG", 7, ">"),
     ("CPU ms/call", 11, ">"),
+    ("lag max ms", 10, ">"),
     ("server %", 8, ">"),
     ("wrk %", 5, ">"),
     ("other %", 7, ">"),
@@ -734,7 +811,7 @@ def line(values: list[str]) -> str:
 def table_row(op: str, key: str, run: Run | None, results: dict, first: bool) -> str:
     label = LABELS[op] if first else ""
     if run is None:
-        return line([label, SERVER_LABELS[key], *["n/a"] * 6, *["-"] * 4])
+        return line([label, SERVER_LABELS[key], *["n/a"] * 6, *["-"] * 5])
     pairs = 2 if op == "pause-resume" else 1
 
     def ratio(base: str) -> str:
@@ -756,6 +833,7 @@ def table_row(op: str, key: str, run: Run | None, results: dict, first: bool) ->
             ratio("sdk-mem"),
             ratio("sdk-pg"),
             f"{run.server_cpu / run.ok * 1000:.2f}" if run.ok else "-",
+            "-" if run.lag_max is None else f"{run.lag_max * 1000:.0f}",
             f"{run.server_cpu / window * 100:.0f}",
             f"{run.wrk_cpu / window * 100:.0f}",
             f"{other / window * 100:.0f}",
@@ -877,6 +955,8 @@ def main() -> int:
                     raise ServerDied(f"{server.label} answered no {op} call correctly")
             if server.taskdeck:
                 notes += taskdeck_health(server)
+                ran = {op: results[(op, key)] for op in args.op_list if results.get((op, key))}
+                notes.append(lag_line(server, ran))
             running.remove(server)
             stop(server)
             if server.proc.returncode not in (0, -signal.SIGTERM):
@@ -894,7 +974,9 @@ def main() -> int:
             "errors: bad answers (HTTP status,\nJSON-RPC error, unexpected result) + socket "
             "errors; CPU ms/call: the server's processes and\ntheir PostgreSQL backends per ok "
             "call; server %, wrk %, other % (the rest of the machine):\nof one core, over the "
-            "run (Taskdeck: and until its job queue was empty)"
+            "run (Taskdeck: and until its job queue was empty);\nlag max ms: the age of the "
+            "oldest change not yet in the AG-UI live view, sampled every\n0.5 s over the "
+            "same window (Taskdeck)"
         )
         print("- idle servers' CPU (3 s before the runs), % of one core: " + ", ".join(idle))
         if redis:

@@ -305,3 +305,18 @@ def unchanged() -> Callable[[], Any]:
         assert db_state() == before, "an error path changed the database"
 
     return check
+
+
+@pytest.fixture
+def hold_projection() -> Iterator[Callable[[], None]]:
+    """`hold_projection()` holds the live view's projection off in this process from then
+    on (agui.projection.wake unsubscribed): writers still commit their due rows, and nobody
+    projects them until the test does (`agui.projection.project_due`) — what a process that
+    died right after its commit leaves (no scheduler runs beside these tests: no sweep). The
+    subscribers and their order are restored after the test."""
+    from a2a import events
+    from agui import projection
+
+    before = list(events._on_commit)
+    yield lambda: events.unsubscribe(projection.wake)
+    events._on_commit[:] = before

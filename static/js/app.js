@@ -13,9 +13,18 @@ const LABELS = { connecting: "Connecting…", live: "Live", resyncing: "Resyncin
 live.on("status", (status, detail) => {
   if (!conn) return;
   conn.dataset.status = status;
+  // live with a detail: the view lags ("live view 3 s behind", static/js/live.js)
+  const lagging = status === "live" && Boolean(detail);
+  if (lagging) conn.dataset.lag = "";
+  else delete conn.dataset.lag;
   const text = conn.querySelector(".conn-text");
-  text.textContent = LABELS[status] + (detail && status === "offline" ? ` — ${detail}` : "");
-  conn.title = status === "live" ? "Receiving changes as they happen" : LABELS[status];
+  if (lagging) text.textContent = detail.charAt(0).toUpperCase() + detail.slice(1);
+  else text.textContent = LABELS[status] + (detail && status === "offline" ? ` — ${detail}` : "");
+  conn.title = lagging
+    ? "The live view is behind the tasks; task pages show their current state"
+    : status === "live"
+      ? "Receiving changes as they happen"
+      : LABELS[status];
 });
 
 const badge = document.getElementById("inbox-count");

@@ -3,6 +3,9 @@
 // interrupts' content. Every task change bumps its `version` by one: a jump means we
 // missed something, so we ask for a fresh snapshot ({"type": "resync"}). A dropped socket
 // reconnects with exponential backoff and starts again from a snapshot.
+// The view is projected after each change commits, so it may lag behind the tasks: while it
+// lags more than 2 s the server sends CUSTOM "taskdeck.lag" events ({seconds}; 0 once it
+// caught up), and the status says so ("live view 3 s behind").
 
 import { applyPatch, PatchError } from "./patch.js";
 
@@ -27,6 +30,7 @@ export class LiveView {
     this.ws = null;
     this.timer = null;
     this.hasSnapshot = false;
+    this.lagSeconds = 0; // how far the view is behind the tasks, as the server last said
     this.stats = { snapshots: 0, deltas: 0, resyncs: 0, reconnects: 0, statuses: [] };
   }
 
@@ -52,6 +56,11 @@ export class LiveView {
     this.emit("status", status, detail);
   }
 
+  // The status line's detail while live: how far the view lags, if it does.
+  lagDetail() {
+    return this.lagSeconds > 0 ? `live view ${Math.round(this.lagSeconds)} s behind` : "";
+  }
+
   get tasks() {
     return this.state.view.tasks;
   }
@@ -71,6 +80,7 @@ export class LiveView {
       return;
     }
     this.ws = ws;
+    this.lagSeconds = 0; // a new socket hears the lag again within a second if it lasts
     ws.onmessage = (msg) => this.receive(msg.data);
     ws.onclose = () => {
       if (this.ws !== ws) return;
@@ -114,8 +124,13 @@ export class LiveView {
         this.hasSnapshot = true;
         this.attempt = 0;
         this.stats.snapshots += 1;
-        this.setStatus("live");
+        this.setStatus("live", this.lagDetail());
         this.emit("snapshot", this.state, t0);
+        break;
+      case "CUSTOM":
+        if (event.name !== "taskdeck.lag") return;
+        this.lagSeconds = Number(event.value?.seconds) || 0;
+        if (this.status === "live") this.setStatus("live", this.lagDetail());
         break;
       case "STATE_DELTA":
         this.stats.deltas += 1;
