@@ -52,6 +52,7 @@ from a2a import conf
 from a2a.event_kinds import EventKind, is_agent_text
 from a2a.health import Lag, projection_lag
 from a2a.models import Message, ProjectionDue, Suspension, Task, TaskEvent
+from a2a.prepared import Prepared
 from agui import projector, view
 from agui.models import AguiRun, ViewTask
 
@@ -104,6 +105,55 @@ def _claim(task_ids: list[str], wait: bool) -> list[str]:
     return [t for t in task_ids if t in held]
 
 
+# The reads of a pass over one task — the usual pass: a writer's own wake, an idle
+# projector — compiled once (a2a/prepared.py says why: building and compiling these
+# querysets cost more CPU than running them). Passes over several tasks use the ORM.
+_DUE = Prepared(
+    lambda task: ProjectionDue.objects.filter(task_id=task).values_list("task_id")[:1], "task"
+)
+_TASK = Prepared(
+    lambda id: Task.objects.select_related("status_message", "current_suspension").filter(pk=id)[
+        :1
+    ],
+    "id",
+)
+_VIEW = Prepared(lambda task: ViewTask.objects.filter(task_id=task)[:1], "task")
+_EVENTS_AFTER_ID = Prepared(
+    lambda task, after, upto: TaskEvent.objects.filter(
+        task_id=task, id__gt=after, task_version__lte=upto
+    ).order_by("id"),
+    "task",
+    "after",
+    "upto",
+    ints=("after", "upto"),
+)
+_EVENTS_AFTER_VERSION = Prepared(
+    lambda task, after, upto: TaskEvent.objects.filter(
+        task_id=task, task_version__gt=after, task_version__lte=upto
+    ).order_by("id"),
+    "task",
+    "after",
+    "upto",
+    ints=("after", "upto"),
+)
+_MESSAGE = Prepared(
+    lambda task, seq: Message.objects.filter(task_id=task, seq=seq)[:1],
+    "task",
+    "seq",
+    ints=("seq",),
+)
+_SUSPENSION = Prepared(lambda handle: Suspension.objects.filter(handle=handle)[:1], "handle")
+_NEWEST_RUN = Prepared(
+    lambda task: (
+        AguiRun.objects.filter(task_id=task)
+        .order_by("-started_at", "-run_id")
+        .values_list("run_id")[:1]
+    ),
+    "task",
+)
+_CONSUME = f"DELETE FROM {ProjectionDue._meta.db_table} WHERE task_id = %s AND task_version <= %s"
+
+
 def _cursor(current: ViewTask | None) -> tuple[int, int | None]:
     """(p, c): the task version the view reflects and the id of the last event projected.
     Rows from before the projection ran after commit have neither: their view version was
@@ -118,12 +168,10 @@ def _cursor(current: ViewTask | None) -> tuple[int, int | None]:
 def _unprojected(task: Task, current: ViewTask | None) -> list[TaskEvent]:
     """The task's committed events the view has not taken, up to the version read."""
     done, last_id = _cursor(current)
-    events = TaskEvent.objects.filter(task_id=task.pk, task_version__lte=task.version)
     if last_id is not None:  # by the (task, id) index: within a task, id order is version order
-        events = events.filter(id__gt=last_id)
+        found = _EVENTS_AFTER_ID.fetch(task=task.pk, after=last_id, upto=task.version)
     else:
-        events = events.filter(task_version__gt=done)
-    found = list(events.order_by("id"))
+        found = _EVENTS_AFTER_VERSION.fetch(task=task.pk, after=done, upto=task.version)
     versions = [e.task_version for e in found]
     if versions and versions != list(range(versions[0], versions[0] + len(versions))):
         log.error("task %s: events out of order for the projection: %s", task.pk, versions)
@@ -146,21 +194,42 @@ def _refs(plans: list[tuple[Task, ViewTask | None, list[TaskEvent]]]) -> project
             if e.kind in (EventKind.PAUSED, EventKind.PARKED):
                 handles.add(data["handle"])
     refs = projector.Refs()
-    match = Q()
-    for task_id, seqs in wanted.items():
-        if seqs:
-            match |= Q(task_id=task_id, seq__in=sorted(seqs))
-    if match:
-        for msg in Message.objects.filter(match):
-            refs.messages[(msg.task_id, msg.seq)] = msg
-    if handles:
-        refs.suspensions = {s.handle: s for s in Suspension.objects.filter(handle__in=handles)}
+    # a pause's suspension is usually the task's current one, read with the task
+    for task, _, _ in plans:
+        current = task.current_suspension
+        if current is not None and current.handle in handles:
+            refs.suspensions[current.handle] = current
+    handles -= set(refs.suspensions)
+    asked = [(task_id, seq) for task_id, seqs in wanted.items() for seq in sorted(seqs)]
+    if len(asked) == 1:
+        msg = _MESSAGE.first(task=asked[0][0], seq=asked[0][1])
+        found = [msg] if msg is not None else []
+    elif asked:
+        match = Q()
+        for task_id, seqs in wanted.items():
+            if seqs:
+                match |= Q(task_id=task_id, seq__in=sorted(seqs))
+        found = list(Message.objects.filter(match))
+    else:
+        found = []
+    for msg in found:
+        refs.messages[(msg.task_id, msg.seq)] = msg
+    if len(handles) == 1:
+        susp = _SUSPENSION.first(handle=next(iter(handles)))
+        if susp is not None:
+            refs.suspensions[susp.handle] = susp
+    elif handles:
+        for susp in Suspension.objects.filter(handle__in=handles):
+            refs.suspensions[susp.handle] = susp
     return refs
 
 
 def _runs(task_ids: list[str]) -> dict[str, str]:
     """Each task's newest AG-UI run: the entry's lastRunId (a run's row commits with the
     writes it made, agui.bridge)."""
+    if len(task_ids) == 1:
+        run = _NEWEST_RUN.first(task=task_ids[0])
+        return {task_ids[0]: run[0]} if run is not None else {}
     newest: dict[str, str] = {}
     rows = AguiRun.objects.filter(task_id__in=task_ids).order_by("started_at", "run_id")
     for task_id, run_id in rows.values_list("task_id", "run_id"):
@@ -174,9 +243,7 @@ def _pass(task_ids: list[str], wait: bool) -> list[str]:
         held = _claim(task_ids, wait)
         if not held:
             return held
-        tasks = Task.objects.filter(pk__in=held).select_related("status_message")
-        tasks = {t.pk: t for t in tasks}  # read before the events (the module's docstring)
-        views = {v.task_id: v for v in ViewTask.objects.filter(task_id__in=held)}
+        tasks, views = _tasks_and_views(held)  # the tasks before their events (module doc)
         plans, through = [], {}
         for task_id in held:
             task = tasks.get(task_id)
@@ -204,8 +271,27 @@ def _pass(task_ids: list[str], wait: bool) -> list[str]:
     return held
 
 
+def _tasks_and_views(held: list[str]) -> tuple[dict[str, Task], dict[str, ViewTask]]:
+    """The tasks (with their status message and suspension) and their view rows."""
+    if len(held) == 1:
+        task, current = _TASK.first(id=held[0]), _VIEW.first(task=held[0])
+        return (
+            {task.pk: task} if task is not None else {},
+            {current.task_id: current} if current is not None else {},
+        )
+    related = ("status_message", "current_suspension")
+    tasks = {t.pk: t for t in Task.objects.filter(pk__in=held).select_related(*related)}
+    return tasks, {v.task_id: v for v in ViewTask.objects.filter(task_id__in=held)}
+
+
 def _consumed(through: dict[str, int | None]) -> None:
     """Delete the due rows the pass projected: per task, versions up to the one read."""
+    if len(through) == 1:
+        ((task_id, version),) = through.items()
+        if version is not None:
+            with connection.cursor() as cursor:
+                cursor.execute(_CONSUME, [task_id, version])
+            return
     gone = Q()
     for task_id, version in through.items():
         gone |= (
@@ -217,6 +303,8 @@ def _consumed(through: dict[str, int | None]) -> None:
 
 def _still_due(task_ids: list[str]) -> list[str]:
     """Of these tasks, those with due rows now (committed while a pass held them)."""
+    if len(task_ids) == 1:
+        return task_ids if _DUE.first(task=task_ids[0]) is not None else []
     found = ProjectionDue.objects.filter(task_id__in=task_ids).values_list("task_id", flat=True)
     return sorted(set(found))
 
