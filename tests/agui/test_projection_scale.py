@@ -12,9 +12,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from a2a import services
-from a2a.services import counts
 from a2a.lifecycle import State
 from a2a.models import Task
+from a2a.services import counts
 from agui import selectors
 from agui.models import AguiEvent, ViewTask
 from tests.conftest import CLIENT
