@@ -13,7 +13,7 @@ class A2AConfig(AppConfig):
 
         from a2a import api_keys, checks, events, notify, periodic  # noqa: F401 (checks)
         from a2a.models import ApiKey
-        from a2a.services import receipts
+        from a2a.services import counts, receipts
 
         # a key saved or deleted here stops being remembered at once (api_keys.verify)
         post_save.connect(api_keys.forget_all, sender=ApiKey, dispatch_uid="apikey-saved")
@@ -21,3 +21,4 @@ class A2AConfig(AppConfig):
 
         events.subscribe(notify.announce, on_commit=True)
         periodic.register(receipts.prune_now_and_then)  # expired receipts: the scheduler's
+        periodic.register(counts.compact_now_and_then)  # task counts' changes folded in

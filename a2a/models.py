@@ -279,6 +279,42 @@ class ProjectionDue(models.Model):
         return f"due {self.task_id}@{self.task_version}"
 
 
+class TaskCount(models.Model):
+    """How many tasks an owner has in a state, as of the last compaction: ListTasks'
+    `totalSize` and the board's totals read these plus the changes not yet folded in
+    (`TaskCountChange`), so a count costs the same at 100 tasks and at a million
+    (docs/design/a2a-surface.md, D27). Written only by `a2a.services.counts`."""
+
+    owner = models.CharField(max_length=160, blank=True, default="")
+    state = models.CharField(max_length=24)
+    n = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "state"], name="taskcount_owner_state")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.owner or '-'} {self.state}: {self.n}"
+
+
+class TaskCountChange(models.Model):
+    """One task entering a state (and leaving `from_state`; "" for a new task), appended
+    by the writer in its transaction. Append-only: no row is ever updated, so writers of
+    one tenant never wait on each other for a counter row; the scheduler's periodic job
+    folds them into `TaskCount` and deletes them (D27)."""
+
+    owner = models.CharField(max_length=160, blank=True, default="")
+    from_state = models.CharField(max_length=24, blank=True, default="")
+    to_state = models.CharField(max_length=24)
+
+    class Meta:
+        indexes = [models.Index(fields=["owner"], name="taskcountchange_owner")]
+
+    def __str__(self) -> str:
+        return f"{self.owner or '-'} {self.from_state or '(new)'} -> {self.to_state}"
+
+
 class ExternalEvent(models.Model):
     """An event posted to Taskdeck (POST /api/events, `manage.py emit_event`): kept with the
     tasks it woke, so the timeline can say why a parked task resumed."""

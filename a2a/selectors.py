@@ -7,17 +7,19 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from django.db import connection
 from django.db.models import F, Prefetch, Q, Window
 from django.db.models.functions import RowNumber
 
 from a2a import access
 from a2a.errors import TaskNotFound, ValidationFailed
 from a2a.lifecycle import PAUSED
-from a2a.models import Artifact, Message, Task
+from a2a.models import Artifact, Message, Task, TaskCount, TaskCountChange
 from a2a.prepared import Prepared
 
 if TYPE_CHECKING:
@@ -170,6 +172,44 @@ def _get_task_prepared(
     return TaskView(task=task, history=messages, artifacts=artifacts)
 
 
+# ListTasks with a contextId or lastUpdatedAfter counts its matches exactly up to here and
+# answers this many when there are more (docs/design/a2a-surface.md, D27): counting them
+# all would cost what the matching rows cost, at any size.
+COUNT_CAP = 10_000
+
+
+def count_tasks(*, owner: str | None = None, states: Iterable[str] | None = None) -> int:
+    """How many tasks `owner` has (every owner's: None) in `states` (any: None), exact and
+    in one statement whatever the number of tasks: the counts the writers keep, plus the
+    changes not yet folded into them (a2a/services/counts.py; D27)."""
+    counts, changes = TaskCount._meta.db_table, TaskCountChange._meta.db_table
+    states = list(states) if states is not None else None
+
+    def where(owner_col: str, state_col: str) -> tuple[str, list[Any]]:
+        conds: list[str] = []
+        params: list[Any] = []
+        if owner is not None:
+            conds.append(f'"{owner_col}" = %s')
+            params.append(owner)
+        if states is not None:
+            conds.append(f'"{state_col}" IN ({", ".join(["%s"] * len(states))})')
+            params.extend(states)
+        return (" WHERE " + " AND ".join(conds) if conds else ""), params
+
+    base, p1 = where("owner", "state")
+    entered, p2 = where("owner", "to_state")
+    left, p3 = where("owner", "from_state")
+    left = left + (" AND " if left else " WHERE ") + "\"from_state\" <> ''"
+    sql = (
+        f"SELECT COALESCE(SUM(n), 0) FROM (SELECT n FROM {counts}{base} "
+        f"UNION ALL SELECT 1 AS n FROM {changes}{entered} "
+        f"UNION ALL SELECT -1 AS n FROM {changes}{left}) AS counted"
+    )
+    with connection.cursor() as cur:
+        cur.execute(sql, [*p1, *p2, *p3])
+        return int(cur.fetchone()[0])
+
+
 @dataclass
 class TaskPage:
     tasks: list[TaskView]
@@ -217,7 +257,13 @@ def list_tasks(
     if visible_to is not None and visible_to.restricted:  # only the caller's tenant's tasks
         filters &= Q(owner=visible_to.tenant)
     qs = _base(history_length, include_artifacts, checkpoint).filter(filters)
-    total = Task.objects.filter(filters).count()
+    if context_id or updated_after:  # filters the kept counts do not serve: capped (D27)
+        total = Task.objects.filter(filters)[:COUNT_CAP].count()
+    else:
+        restricted = visible_to is not None and visible_to.restricted
+        total = count_tasks(
+            owner=visible_to.tenant if restricted else None, states=[state] if state else None
+        )
     if page_token:
         stamp, last_id = _decode_token(page_token)
         # the first condition says the same as the second, but as a range an index on

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from django.db.models import Case, IntegerField, Q, Value, When
 
 from a2a import access
+from a2a import selectors as task_selectors
 from a2a.lifecycle import State
 from a2a.models import Task
 from agui import view
@@ -150,8 +151,27 @@ def window(
         held_pending.update(mine)
     result: dict[str, Any] = {"view": {"tasks": tasks, "pendingInterrupts": held_pending}}
     if truncated:
-        result["truncated"] = {"shown": len(tasks), "total": rows.count(), "maxBytes": max_bytes}
+        board = live_only and ids is None and context_id is None
+        total = _live_total(visible_to) if board else rows.count()
+        result["truncated"] = {"shown": len(tasks), "total": total, "maxBytes": max_bytes}
     return Window(result, versions, truncated)
+
+
+_OPEN = sorted({str(s) for s in State} - set(view.FINISHED))
+
+
+def _live_total(visible_to: Actor | None) -> int:
+    """How many tasks the live view holds for this reader, without counting its rows (0.4 s
+    over 60,000 open tasks at a million): open tasks never leave the view, so their number
+    is the one the writers keep (a2a.selectors.count_tasks: two counter rows a state), plus
+    the finished still in it, at most FINISHED_MAX, counted on `viewtask_live`. Exact once
+    the projection has caught up with the tasks."""
+    restricted = visible_to is not None and visible_to.restricted
+    open_tasks = task_selectors.count_tasks(
+        owner=visible_to.tenant if restricted else None, states=_OPEN
+    )
+    finished = _narrow(ViewTask.objects.filter(IN_VIEW, status__in=view.FINISHED), None, visible_to)
+    return open_tasks + finished.count()
 
 
 CHUNK = 200

@@ -33,11 +33,7 @@ def configure(scale_out: bool) -> dict[str, str]:
         "TASKDECK_EXTRA_AGENTS": "a2a.runtime.agents.tck",
     }
     if scale_out:
-        import psycopg
-
-        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-            conn.execute("DROP DATABASE IF EXISTS taskdeck_bench WITH (FORCE)")
-            conn.execute("CREATE DATABASE taskdeck_bench")
+        fresh_db("taskdeck_bench")
         env.update(DATABASE_URL=PG_BENCH, REDIS_URL=REDIS)
     os.environ.update(env)
     return dict(os.environ)
@@ -49,15 +45,47 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def drop_bench_db() -> None:
-    """Drop the database that configure(scale_out=True) made (closing this process's own
-    connections first; WITH (FORCE) ends any other)."""
-    import psycopg
-    from django.db import connections
+def pg_url(name: str) -> str:
+    """The URL of database `name` on the benches' PostgreSQL server."""
+    return PG_ADMIN.rsplit("/", 1)[0] + "/" + name
 
-    connections.close_all()
+
+def fresh_db(name: str) -> None:
+    """An empty PostgreSQL database `name` (dropped first if it exists, ending any session
+    still connected to it)."""
+    import psycopg
+
     with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-        conn.execute("DROP DATABASE IF EXISTS taskdeck_bench WITH (FORCE)")
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {name}")
+
+
+def db_exists(name: str) -> bool:
+    import psycopg
+
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        return bool(conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone())
+
+
+def drop_db(name: str) -> None:
+    """Drop PostgreSQL database `name`, closing this process's own connections first if
+    Django is set up (WITH (FORCE) ends any other)."""
+    import psycopg
+
+    if "django" in sys.modules:
+        from django.conf import settings
+
+        if settings.configured:
+            from django.db import connections
+
+            connections.close_all()
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def drop_bench_db() -> None:
+    """Drop the database that configure(scale_out=True) made."""
+    drop_db("taskdeck_bench")
 
 
 def wait_for_port(port: int, proc: subprocess.Popen, what: str, timeout: float = 30) -> None:

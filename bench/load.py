@@ -110,7 +110,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from _harness import PG_ADMIN, REDIS, ROOT, free_port, send_params, wait_for_port
+from _harness import (
+    PG_ADMIN,
+    REDIS,
+    ROOT,
+    drop_db,
+    free_port,
+    fresh_db,
+    send_params,
+    wait_for_port,
+)
 
 INTEROP_PY = ROOT / ".venv-interop" / "bin" / "python"
 WRK_DIR = Path(__file__).resolve().parent / "wrk"
@@ -255,21 +264,6 @@ def clean_env() -> dict[str, str]:
     """This environment without anything that configures Taskdeck or Django."""
     drop = ("DJANGO", "TASKDECK", "DATABASE_URL", "REDIS_URL")
     return {k: v for k, v in os.environ.items() if not k.startswith(drop)}
-
-
-def fresh_db(name: str) -> None:
-    import psycopg
-
-    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {name}")
-
-
-def drop_db(name: str) -> None:
-    import psycopg
-
-    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 def start_sdk(key: str, var: Path, running: list[Server]) -> Server:

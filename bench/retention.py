@@ -16,7 +16,7 @@ import argparse
 import os
 import time
 
-from _harness import PG_ADMIN, configure
+from _harness import configure, drop_db, fresh_db, pg_url
 
 PG_DB = "taskdeck_bench_retention"
 DELTA = '{"type":"STATE_DELTA","delta":[]}'  # a log row's event (its size is not the point)
@@ -163,12 +163,8 @@ def main() -> None:
     args = parser.parse_args()
     configure(False)
     if args.scale_out:
-        import psycopg
-
-        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {PG_DB} WITH (FORCE)")
-            conn.execute(f"CREATE DATABASE {PG_DB}")
-        os.environ["DATABASE_URL"] = PG_ADMIN.rsplit("/", 1)[0] + "/" + PG_DB
+        fresh_db(PG_DB)
+        os.environ["DATABASE_URL"] = pg_url(PG_DB)
     import django
     from django.core.management import call_command
 
@@ -179,12 +175,7 @@ def main() -> None:
         measure(args.calls)
     finally:
         if args.scale_out:
-            import psycopg
-            from django.db import connections
-
-            connections.close_all()
-            with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-                conn.execute(f"DROP DATABASE IF EXISTS {PG_DB} WITH (FORCE)")
+            drop_db(PG_DB)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,8 @@ size on every thread (the JSON-RPC door runs the ORM on a thread pool); `-` for 
 blocking send, whose run happens only in a served event loop. --explain (PostgreSQL):
 EXPLAIN ANALYZE of each of those queries at the last size, one line per query: the
 plan's top node, the scans it uses, rows and time.
-After each fill: VACUUM (ANALYZE) on PostgreSQL, ANALYZE on SQLite, as a database that has
+After each fill: the task counts recounted (`manage.py recount_tasks`: the fill wrote
+around the services), then VACUUM (ANALYZE) on PostgreSQL, ANALYZE on SQLite, as a database that has
 run for a while has been (statistics; the visibility map index-only scans rely on).
 """
 
@@ -57,10 +58,9 @@ from pathlib import Path
 
 import _harness
 import _scale_fill
-from _harness import PG_ADMIN, free_port, send_params, start_server
+from _harness import free_port, send_params, start_server
 
 PG_DB = "taskdeck_bench_scale"
-PG_URL = PG_ADMIN.rsplit("/", 1)[0] + "/" + PG_DB
 REDIS_URL = "redis://127.0.0.1:6379/7"
 TENANTS = 5
 OPS = (
@@ -82,8 +82,10 @@ DEEP_PAGES = 20
 TIMELINE_ENTRIES = 2000
 
 
-def environment(scale_out: bool) -> dict[str, str]:
-    """This process's and the server's environment; call before django.setup()."""
+def environment(args) -> dict[str, str]:
+    """This process's and the server's environment; call before django.setup(). On
+    PostgreSQL a fresh database `args.db`, or with --reuse the one a run with --keep-db
+    left (made if it does not exist)."""
     sys.path.insert(0, str(_harness.ROOT))
     var = tempfile.mkdtemp(prefix="taskdeck-bench-scale-")
     env = {
@@ -94,24 +96,12 @@ def environment(scale_out: bool) -> dict[str, str]:
         "TASKDECK_RATE_CREATE": "0",
         "TASKDECK_EXTRA_AGENTS": "a2a.runtime.agents.tck",
     }
-    if scale_out:
-        import psycopg
-
-        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {PG_DB} WITH (FORCE)")
-            conn.execute(f"CREATE DATABASE {PG_DB}")
-        env.update(DATABASE_URL=PG_URL, REDIS_URL=REDIS_URL)
+    if args.scale_out:
+        if not (args.reuse and _harness.db_exists(args.db)):
+            _harness.fresh_db(args.db)
+        env.update(DATABASE_URL=_harness.pg_url(args.db), REDIS_URL=args.redis)
     os.environ.update(env)
     return dict(os.environ)
-
-
-def drop_db() -> None:
-    import psycopg
-    from django.db import connections
-
-    connections.close_all()
-    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {PG_DB} WITH (FORCE)")
 
 
 class Bench:
@@ -126,13 +116,19 @@ class Bench:
 
         self.args = args
         self.tokens = {}
+        run = uuid.uuid4().hex[:8]  # key names are unique: a --reuse run makes its own
+
+        def key(owner: str) -> str:
+            return api_keys.create_key(f"{owner}-{run}", ["read", "write"], owner=owner)[1]
+
         for k in range(TENANTS):
-            _, self.tokens[f"tenant-{k}"] = api_keys.create_key(f"tenant-{k}", ["read", "write"])
-        _, template_token = api_keys.create_key(_scale_fill.TEMPLATE_TENANT, ["read", "write"])
+            self.tokens[f"tenant-{k}"] = key(f"tenant-{k}")
+        template_token = key(_scale_fill.TEMPLATE_TENANT)
         self.template_actor = authenticate(f"Bearer {template_token}").actor
         self.token = self.tokens["tenant-0"]
         self.headers = {"Authorization": f"Bearer {self.token}", "A2A-Version": "1.0"}
-        user = get_user_model().objects.create_superuser("scale", "scale@example.com", "x")
+        user = get_user_model().objects.filter(username="scale").first()  # --reuse
+        user = user or get_user_model().objects.create_superuser("scale", "scale@example.com", "x")
         client = Client(HTTP_HOST="127.0.0.1")  # an allowed host
         client.force_login(user)
         self.session = client.cookies["sessionid"].value
@@ -415,14 +411,25 @@ def main() -> int:
     parser.add_argument("--steps", default="0,0.1,1", help="sizes, as fractions of --tasks")
     parser.add_argument("--ops", default=",".join(OPS))
     parser.add_argument("--explain", action="store_true", help="EXPLAIN ANALYZE at the end")
-    parser.add_argument("--keep-db", action="store_true")
+    parser.add_argument("--keep-db", action="store_true", help="keep the filled database")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="PostgreSQL: measure the database a --keep-db run left (migrated first; sizes "
+        "below what it holds are skipped, filled up to larger ones); implies --keep-db",
+    )
+    parser.add_argument("--db", default=PG_DB, help=f"PostgreSQL database (default {PG_DB})")
+    parser.add_argument("--redis", default=REDIS_URL, help=f"Redis URL (default {REDIS_URL})")
     args = parser.parse_args()
     args.tasks = args.tasks or (1_000_000 if args.scale_out else 100_000)
     ops = [o for o in args.ops.split(",") if o]
     if bad := [o for o in ops if o not in OPS]:
         parser.error(f"unknown operations: {', '.join(bad)}")
     steps = [float(s) for s in args.steps.split(",")]
-    env = environment(args.scale_out)
+    if args.reuse and not args.scale_out:
+        parser.error("--reuse needs --scale-out (SQLite's database is a temporary file)")
+    args.keep_db = args.keep_db or args.reuse
+    env = environment(args)
     import django
     import httpx
 
@@ -448,12 +455,17 @@ def main() -> int:
     from a2a import api_keys, services
 
     _, bench.token_template = api_keys.create_key(
-        "scale-waker", ["read", "write"], owner=_scale_fill.TEMPLATE_TENANT
+        f"scale-waker-{uuid.uuid4().hex[:8]}", ["read", "write"], owner=_scale_fill.TEMPLATE_TENANT
     )
     agent = services.Actor("agent", "scale")
     made = _scale_fill.make_templates(bench.template_actor, agent)
     templates = {k: _scale_fill.read_template(connection, k, tid) for k, tid in made.items()}
     filler = _scale_fill.Filler(connection, templates, [f"tenant-{k}" for k in range(TENANTS)])
+    with connection.cursor() as cur:  # --reuse: what an earlier run filled
+        cur.execute("SELECT count(*) FROM a2a_task WHERE owner LIKE %s", ["key:tenant-%"])
+        filler.made = cur.fetchone()[0]
+    if filler.made:
+        print(f"reusing {args.db}: {filler.made:,} tasks of the filled tenants", flush=True)
     server = None
     results: dict[tuple[str, float], list[float]] = {}
     queries: dict[tuple[str, float], int] = {}
@@ -461,8 +473,12 @@ def main() -> int:
     prepared: dict = {}
     status = 0
     try:
-        for step in steps:
+        for step in list(steps):
             target = int(args.tasks * step)
+            if filler.made > max(target * 1.05, target + BASE):  # --reuse: BASE a run
+                print(f"size {target:,}: skipped (the database holds {filler.made:,})")
+                steps.remove(step)
+                continue
             if filler.made < target:
                 adding = target - filler.made
                 start = time.monotonic()
@@ -473,6 +489,11 @@ def main() -> int:
                     ),
                 )
                 took = time.monotonic() - start
+                # the fill wrote around the services: count its tasks, as an operator
+                # does after bulk SQL (a2a/services/counts.py)
+                from a2a.services import counts
+
+                counts.recount()
                 with connection.cursor() as cur:
                     # as autovacuum leaves a database that has run for months (statistics,
                     # and the visibility map index-only scans rely on)
@@ -548,7 +569,7 @@ def main() -> int:
             server.kill()
             server.wait()
         if args.scale_out and not args.keep_db:
-            drop_db()
+            _harness.drop_db(args.db)
         elif not args.scale_out and not args.keep_db:
             shutil.rmtree(env["TASKDECK_VAR_DIR"], ignore_errors=True)
     return status

@@ -3,6 +3,8 @@ queries whatever the number of tasks or the length of a task's history."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -272,27 +274,87 @@ class InboxItem:
         }
 
 
-def inbox(q: str = "", resolved_limit: int = 50) -> tuple[list[InboxItem], list[InboxItem]]:
-    """Pending input requests (oldest first: they have waited longest) and the most recent
-    resolved ones. Three queries."""
+INBOX_PAGE = 50  # pending requests a page shows, each with its context
+INBOX_SCAN = 1000  # pending requests a search reads for one page, at most
+INBOX_COUNT_CAP = 10_000  # "10,000+ waiting" beyond: a count that stays cheap
+
+
+class BadCursor(ValueError):
+    """An inbox page link this server did not make (or a mangled one)."""
+
+
+@dataclass
+class InboxPage:
+    """One page of pending requests (oldest waiting first), the recently resolved, how
+    many are waiting (`waiting`, exact up to INBOX_COUNT_CAP, then `waiting_more`) and
+    the link to the next page (`next_cursor`: "" on the last)."""
+
+    pending: list[InboxItem]
+    resolved: list[InboxItem]
+    waiting: int
+    waiting_more: bool
+    next_cursor: str
+    searched_to_end: bool = True  # a search read every pending request after the cursor
+
+
+def encode_cursor(i: Interrupt) -> str:
+    raw = f"{i.created_at.isoformat()}|{i.interrupt_id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    """(created_at, interrupt_id) of the last request the previous page showed."""
+    try:
+        raw = base64.urlsafe_b64decode((cursor + "=" * (-len(cursor) % 4)).encode()).decode()
+        stamp, _, interrupt_id = raw.partition("|")
+        at = datetime.fromisoformat(stamp)
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        raise BadCursor(cursor) from None
+    if not interrupt_id or at.tzinfo is None:
+        raise BadCursor(cursor)
+    return at, interrupt_id
+
+
+def inbox(
+    q: str = "", cursor: str = "", resolved_limit: int = 50, page_size: int | None = None
+) -> InboxPage:
+    """A page of pending input requests, oldest first (they have waited longest), after
+    `cursor`, and the most recent resolved ones: the same few queries and rows at any
+    number of requests — keyset pages on `interrupt_kind_pending` (kind, pending,
+    created_at), a count that stops at INBOX_COUNT_CAP. A search (`q`: every word in one
+    field, as on the board) reads on from the cursor, INBOX_SCAN requests at most, until
+    a page is full; its next link goes on from the last request it read. BadCursor for a
+    cursor this server did not make."""
+    page_size = page_size or INBOX_PAGE
     base = Interrupt.objects.filter(kind=Interrupt.Kind.INPUT_REQUEST).select_related("task")
-    pending = list(base.filter(PENDING).order_by("created_at", "interrupt_id"))
+    waiting_qs = base.filter(PENDING).order_by("created_at", "interrupt_id")
+    after = decode_cursor(cursor) if cursor else None
+    page_qs = waiting_qs
+    if after is not None:  # the range first, so the index seeks to it
+        page_qs = page_qs.filter(created_at__gte=after[0]).filter(
+            Q(created_at__gt=after[0]) | Q(created_at=after[0], interrupt_id__gt=after[1])
+        )
+    terms = search_terms(q) if q else []
+    scan = INBOX_SCAN if terms else page_size
+    read = list(page_qs[: scan + 1])
+    more = len(read) > scan
+    read = read[:scan]
     # cut in the query: every request ever answered is resolved (it read them all, then
     # kept a hundred)
     resolved = base.filter(RESOLVED).order_by("-resolved_at", "-interrupt_id")
     resolved = list(resolved[: resolved_limit * 2])
-    ids = {i.task_id for i in pending + resolved}
+    ids = {i.task_id for i in read + resolved}
     titles = dict(ViewTask.objects.filter(task_id__in=ids).values_list("task_id", "entry__title"))
 
     def item(i: Interrupt) -> InboxItem:
         return InboxItem(i, i.task, titles.get(i.task_id) or "")
 
-    items_p = [item(i) for i in pending]
+    items_p = [item(i) for i in read]
     items_r = [item(i) for i in resolved]
-    if q:
-        terms = search_terms(q)
+    last = read[-1] if read else None
+    if terms:
 
-        def hit(it: InboxItem) -> bool:  # every word in one field, as on the board
+        def hit(it: InboxItem) -> bool:
             fields = (
                 it.task.id,
                 it.title,
@@ -302,9 +364,26 @@ def inbox(q: str = "", resolved_limit: int = 50) -> tuple[list[InboxItem], list[
             )
             return any(in_one_field(terms, text) for text in fields)
 
-        items_p = [i for i in items_p if hit(i)]
+        hits = []
+        for it in items_p:
+            if len(hits) == page_size:
+                more, last = True, hits[-1].interrupt
+                break
+            if hit(it):
+                hits.append(it)
+        items_p = hits
         items_r = [i for i in items_r if hit(i)]
-    return items_p, items_r[:resolved_limit]
+    # only indexed columns: an index-only scan of `interrupt_kind_pending`
+    counted = Interrupt.objects.filter(PENDING, kind=Interrupt.Kind.INPUT_REQUEST)
+    waiting = counted.order_by().values("created_at")[:INBOX_COUNT_CAP].count()
+    return InboxPage(
+        pending=items_p,
+        resolved=items_r[:resolved_limit],
+        waiting=waiting,
+        waiting_more=waiting >= INBOX_COUNT_CAP,
+        next_cursor=encode_cursor(last) if more and last is not None else "",
+        searched_to_end=not (terms and more and len(items_p) < page_size),
+    )
 
 
 def task_title(task_id: str) -> str:

@@ -69,6 +69,8 @@ WRITERS: dict[str, tuple[str, ...]] = {
     "a2a.Task": ("a2a/services",),
     "a2a.TaskEvent": ("a2a/services",),
     "a2a.Suspension": ("a2a/services",),
+    "a2a.TaskCount": ("a2a/services",),  # ListTasks' totalSize, kept by the writers (D27)
+    "a2a.TaskCountChange": ("a2a/services",),
     "runtime.RunLease": ("a2a/runtime",),  # the ACP host keeps leases through a2a.runtime.leases
     # the writer records one with each event, the projection deletes those it projected
     # (docs/design/projection-after-commit.md, D8): nobody else touches the queue

@@ -21,7 +21,7 @@ from a2a.errors import TaskNotFound, ValidationFailed
 from a2a.event_kinds import EventKind
 from a2a.models import Message, ProjectionDue, Suspension, Task, TaskEvent
 from a2a.prepared import Prepared, PreparedInsert, PreparedUpdate
-from a2a.services import checks
+from a2a.services import checks, counts
 
 
 @dataclass(frozen=True)
@@ -198,6 +198,8 @@ def record(
         task.version += 1
         task.updated_at = at
         _SAVE_TASK.save(task, ("version", "updated_at", *fields))
+    if from_state is not None and from_state != task.state:
+        counts.changed(task, from_state)  # ListTasks' totalSize, the board's totals (D27)
     event = _NEW_EVENT.insert(
         task=task,
         kind=kind,

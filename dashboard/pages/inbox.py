@@ -19,32 +19,61 @@ from dashboard.pages import answer_card, demo, task
 from dashboard.pages.access import operator_only, safe_next
 
 
-def context(request, q: str, failed: dict | None = None) -> dict[str, Any]:
-    pending, resolved = selectors.inbox(q)
-    here = request.path + (f"?{urlencode({'q': q})}" if q else "")
+def _link(request, **params: str) -> str:
+    """This page's URL with these query parameters (the empty ones left out)."""
+    query = urlencode({k: v for k, v in params.items() if v})
+    return request.path + (f"?{query}" if query else "")
+
+
+def context(
+    request, q: str, cursor: str = "", failed: dict | None = None
+) -> tuple[dict[str, Any], int]:
+    """The page's context and its status: 400, with the first page and a note, for a page
+    link this server did not make."""
+    status, note = 200, ""
+    try:
+        page = selectors.inbox(q, cursor)
+    except selectors.BadCursor:
+        page = selectors.inbox(q)
+        cursor, status = "", 400
+        note = "That page link is not one this inbox made: here is the first page."
+    here = _link(request, q=q, after=cursor)  # an answer comes back to this page
     items = []
-    contexts = decision_context.for_requests([it.interrupt for it in pending])
-    for it in pending:
+    contexts = decision_context.for_requests([it.interrupt for it in page.pending])
+    for it in page.pending:
         around = contexts.get(it.task.id)
         if failed and failed["interrupt"].pk == it.interrupt.pk:
             items.append({**failed, "context": around})
         else:
             items.append(answer_card.card(it.interrupt, here, title=it.title, context=around))
-    return {
+    ctx = {
         "page": "inbox",
         "q": q,
         "items": items,
-        "resolved": resolved,
+        "resolved": page.resolved,
+        "waiting": page.waiting,
+        "waiting_more": page.waiting_more,
+        "later_page": bool(cursor),
+        "first_link": _link(request, q=q) if cursor else "",
+        "next_link": _link(request, q=q, after=page.next_cursor) if page.next_cursor else "",
+        "searched_to_end": page.searched_to_end,
+        "page_size": selectors.INBOX_PAGE,
+        "note": note,
     }
+    return ctx, status
 
 
 @login_required
 @require_GET
 def inbox(request: HttpRequest) -> HttpResponse:
-    ctx = context(request, (request.GET.get("q") or "").strip())
+    """The inbox, INBOX_PAGE pending requests a page (`?after=` the cursor of the next page's
+    link; `?q=` a search), so a page costs the same however many are waiting."""
+    ctx, status = context(
+        request, (request.GET.get("q") or "").strip(), (request.GET.get("after") or "").strip()
+    )
     if request.GET.get("fragment"):
-        return render(request, "dashboard/_inbox_lists.html", ctx)
-    return render(request, "dashboard/inbox.html", ctx)
+        return render(request, "dashboard/_inbox_lists.html", ctx, status=status)
+    return render(request, "dashboard/inbox.html", ctx, status=status)
 
 
 @login_required
@@ -100,5 +129,5 @@ def inbox_answer(request: HttpRequest, interrupt_id: str) -> HttpResponse:
     if next_url.startswith("/tasks/"):
         ctx = task.context(request, interrupt.task_id, item=failed)
         return render(request, "dashboard/task_detail.html", ctx, status=400)
-    ctx = context(request, "", failed=failed)
+    ctx, _ = context(request, "", failed=failed)
     return render(request, "dashboard/inbox.html", ctx, status=400)

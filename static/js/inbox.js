@@ -28,8 +28,9 @@ export function start(live) {
   }
 
   const refresh = coalesced(async () => {
-    const q = new URLSearchParams(location.search).get("q") || "";
-    const doc = await fetchFragment(`/inbox?fragment=1&q=${encodeURIComponent(q)}`);
+    const params = new URLSearchParams(location.search); // this page: its q and after
+    params.set("fragment", "1");
+    const doc = await fetchFragment(`/inbox?${params}`);
     const list = document.getElementById("pending-list");
     const byId = new Map(items().map((i) => [i.dataset.interrupt, i]));
     const next = [];
@@ -38,7 +39,7 @@ export function start(live) {
       next.push(keep || document.importNode(fresh, true));
     }
     list.replaceChildren(...next);
-    for (const id of ["pending-count", "pending-empty", "resolved-list"]) {
+    for (const id of ["pending-count", "pending-shown", "pending-empty", "inbox-pager", "resolved-list"]) {
       const fresh = doc.getElementById(id);
       const old = document.getElementById(id);
       if (fresh && old) old.replaceWith(document.importNode(fresh, true));

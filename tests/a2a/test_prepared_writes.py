@@ -15,11 +15,11 @@ from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext, isolate_apps
 from django.utils import timezone
 
-from a2a.models import Message, MessageReceipt, Suspension, Task, TaskEvent
+from a2a.models import Message, MessageReceipt, Suspension, Task, TaskCountChange, TaskEvent
 from a2a.prepared import PreparedInsert, PreparedShapeError, PreparedUpdate
 from a2a.runtime import leases
 from a2a.runtime.models import RunLease
-from a2a.services import _core, pausing, receipts, tasks
+from a2a.services import _core, counts, pausing, receipts, tasks
 from agui.models import AguiEvent, AguiThread, ViewTask
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -123,6 +123,16 @@ def test_a_lease_and_a_receipt_are_the_rows_create_writes():
     with pytest.raises(IntegrityError), transaction.atomic():
         receipts._NEW.insert(message_id="m2", **receipt)
     assert MessageReceipt.objects.filter(message_id="m2").count() == 1
+
+
+def test_a_count_change_is_the_row_create_writes():
+    values = dict(owner=TEXTS["unicode"], from_state="", to_state="submitted")
+    orm = TaskCountChange.objects.create(**values)
+    prepared = counts._NEW_CHANGE.insert(**values)
+    assert prepared.pk != orm.pk
+    assert _without(_row(TaskCountChange, prepared.pk), "id") == _without(
+        _row(TaskCountChange, orm.pk), "id"
+    )
 
 
 @pytest.mark.parametrize("suspended", [False, True])
