@@ -51,3 +51,12 @@ class Paced:
 
     def ran(self, *, more: bool) -> None:
         self.last = float("-inf") if more else time.monotonic()
+
+    def batch(self, job: Callable[[int], int], size: int) -> int:
+        """Run `job(size)` (it returns how many rows it took) when due; a full batch says
+        more are waiting, so it is due again at the next tick. 0 when not due."""
+        if not self.due():
+            return 0
+        done = job(size)
+        self.ran(more=done >= size)
+        return done

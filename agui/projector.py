@@ -341,11 +341,7 @@ def evict_now_and_then() -> int:
     """The scheduler's periodic hook (registered in AguiConfig.ready()): finished tasks
     must leave the view when their time is up even if no other task finishes. At most once
     per EVICT_EVERY_SECONDS per process, and again at once while a backlog remains."""
-    if not _EVICT_PACE.due():
-        return 0
-    evicted = evict_finished()
-    _EVICT_PACE.ran(more=evicted >= EVICT_BATCH)
-    return evicted
+    return _EVICT_PACE.batch(lambda size: evict_finished(limit=size), EVICT_BATCH)
 
 
 def _waiting_for_worker(event: TaskEvent, since: str | None) -> str | None:

@@ -82,11 +82,7 @@ def compact(limit: int = COMPACT_BATCH) -> int:
 def compact_now_and_then() -> int:
     """`compact`, the scheduler's periodic job: at most once every COMPACT_EVERY_SECONDS per
     process, and again at the next tick while a full batch says more are waiting."""
-    if not PACE.due():
-        return 0
-    done = compact(COMPACT_BATCH)
-    PACE.ran(more=done >= COMPACT_BATCH)
-    return done
+    return PACE.batch(compact, COMPACT_BATCH)
 
 
 def recount() -> int:

@@ -127,8 +127,4 @@ def prune(limit: int | None = None) -> int:
 def prune_now_and_then() -> int:
     """`prune`, the scheduler's periodic job: at most once every PRUNE_EVERY_SECONDS per
     process, and again at the next tick while a full batch says more are waiting."""
-    if not PACE.due():
-        return 0
-    pruned = prune(PRUNE_BATCH)
-    PACE.ran(more=pruned >= PRUNE_BATCH)
-    return pruned
+    return PACE.batch(prune, PRUNE_BATCH)
