@@ -83,7 +83,11 @@ def _claim(task_ids: list[str], wait: bool) -> list[str]:
         return task_ids
     with connection.cursor() as cursor:
         if wait:
-            cursor.execute("SET LOCAL lock_timeout = %s", [f"{int(CATCH_UP_SECONDS * 1000)}ms"])
+            # set_config, not `SET LOCAL … = %s`: with server-side binding (dashboard
+            # settings) a parameter cannot stand in a SET statement
+            cursor.execute(
+                "SELECT set_config('lock_timeout', %s, true)", [f"{int(CATCH_UP_SECONDS * 1000)}ms"]
+            )
             for task_id in task_ids:
                 cursor.execute(
                     "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [LOCK_CLASS, task_id]
