@@ -131,8 +131,9 @@ def test_a_change_committed_inside_a_pass_keeps_its_due_row_for_the_next(
     held_projector, monkeypatch
 ):
     """Writer A records version v (holding the task's row lock) before a pass reads the
-    task; A commits after the pass read it and before the pass deletes its due rows: the
-    pass projects up to v-1, must leave A's due row, and its look-again projects v."""
+    task, and commits right after that read, before the pass reads the task's events: the
+    pass must project up to v-1 only (the version it read), leave A's due row (read in the
+    pass's transaction, after its deletion), and its look-again must project v."""
     task = working_task()
     projection.project_due()
     services.pause_task(task.id, actor=CLIENT, reason="first")  # v-1: due
@@ -150,21 +151,21 @@ def test_a_change_committed_inside_a_pass_keeps_its_due_row_for_the_next(
     threads.start(writer_a, "writer-a")
     assert recorded.wait(30)
 
-    consumed, left = projection._consumed, []
+    unprojected, read, left = projection._unprojected, [], []
 
-    def consumed_after_a_committed(through: dict) -> None:
-        """The pass's deletion, once: A commits first (between the pass's read and its
-        deletion), and what the deletion left is read in the pass's transaction."""
-        if not left:
-            assert through == {task.id: v - 1}  # the pass read the task before A committed
+    def unprojected_once_a_committed(task_read: Task, current):
+        """The pass's read of the task's events; the first time, A commits just before."""
+        if not read:
             may_commit.set()
             assert committed.wait(30)
-        consumed(through)
-        left.append(due(task.id))
+        read.append(task_read.version)
+        return unprojected(task_read, current)
 
-    monkeypatch.setattr(projection, "_consumed", consumed_after_a_committed)
+    monkeypatch.setattr(projection, "_unprojected", unprojected_once_a_committed)
+    monkeypatch.setattr(projection, "before_commit", lambda held: left.append(due(task.id)))
     assert projection.project([task.id]) == {task.id}
     threads.join()
+    assert read == [v - 1, v]  # the pass read the task before A committed; its look-again after
     assert left == [[v], []]  # the first pass left A's row; its look-again took it
     assert delta_versions(task.id) == [1, 2, 3]  # created+started, the pause, the resume
     caught_up(task.id)
