@@ -9,6 +9,7 @@ only passes are the ones the tests run."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import random
 import threading
 from collections.abc import Callable
@@ -83,7 +84,14 @@ def change(task_id: str, rng: random.Random) -> None:
             services.emit_text(task_id, "step", actor=AGENT)
 
 
-def test_writers_and_projectors_at_once_skip_nothing_and_double_nothing(held_projector):
+@pytest.mark.parametrize("writers_project", [False, True], ids=["held", "sync"])
+def test_writers_and_projectors_at_once_skip_nothing_and_double_nothing(
+    request, writers_project, caplog
+):
+    """`held`: only the projector threads project; `sync`: each writer projects its own
+    change too, right after its commit, waiting for the task's lock (the suite's mode)."""
+    if not writers_project:
+        request.getfixturevalue("held_projector")
     ids = [working_task().id for _ in range(TASKS)]
     projection.project_due()
     before, cursor = selectors.snapshot(), selectors.cursor()
@@ -111,6 +119,8 @@ def test_writers_and_projectors_at_once_skip_nothing_and_double_nothing(held_pro
     finally:
         writing.clear()
         projectors.join()
+    # a pass that failed (a writer's, whose error its on-commit delivery logs) is an error
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
     projection.project_due()  # what committed after the projectors' last look
 
     for task_id in ids:
