@@ -124,15 +124,51 @@ def _application():
     return get_default_application()
 
 
-def start_daphne(django_db_blocker, application=_application, what: str = "Daphne"):
+def _read_environ(environ: dict[str, str]) -> None:
+    """In a forked child: take `environ` into its environment and settings.TASKDECK as a
+    process started with it would (a2a.conf.read), keeping what the test settings set in
+    Python (tests/settings.py) where the environment does not change it."""
+    from django.conf import settings
+    from django.test import override_settings
+
+    from a2a import conf
+
+    def changed(current: dict, before: dict, after: dict) -> dict:
+        out = dict(current)
+        for key, value in after.items():
+            if isinstance(value, dict):
+                out[key] = changed(current.get(key, {}), before.get(key, {}), value)
+            elif value != before.get(key):
+                out[key] = value
+        return out
+
+    before = conf.read(os.environ).taskdeck
+    os.environ.update(environ)
+    after = conf.read(os.environ).taskdeck
+    # for the child's life; as an override, so a2a.conf's readers see it (setting_changed)
+    override_settings(TASKDECK=changed(settings.TASKDECK, before, after)).enable()
+
+
+def start_daphne(
+    django_db_blocker,
+    application=_application,
+    what: str = "Daphne",
+    environ: dict[str, str] | None = None,
+):
     """A Daphne child process serving `application()` on a free port, against the test
     database; returns once it listens. This process's connections are closed first: a
-    forked child must not share them."""
+    forked child must not share them. `environ`: TASKDECK_* variables the child runs with
+    (the child is forked, so it reads them into its settings itself)."""
     from daphne.testing import DaphneProcess
+
+    def in_child():
+        if environ:
+            _read_environ(environ)
+        return application()
 
     with django_db_blocker.unblock():
         connections.close_all()
-        proc = DaphneProcess("127.0.0.1", application)
+        proc = DaphneProcess("127.0.0.1", in_child)
         proc.daemon = True
         proc.start()
         while not proc.ready.wait(timeout=1):

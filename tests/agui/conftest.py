@@ -1,9 +1,17 @@
-"""A redis-server of the test's own (tests/redis_server.py), for the Redis fault tests; and
-`project_now`, for tests that read the view inside the test's transaction."""
+"""A redis-server of the test's own (tests/redis_server.py), for the Redis fault tests; a
+signed-in operator (tests/dashboard/conftest.py); `project_now`, for tests that read the
+view inside the test's transaction; and `held_projector`, for tests of the projection after
+commit that must decide themselves when (and whether) a pass runs."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
 
 import pytest
 
 from agui import projection
+from tests.dashboard.conftest import op, operator  # noqa: F401 (fixtures: a signed-in operator)
 from tests.redis_server import our_redis  # noqa: F401 (fixture)
 
 
@@ -13,3 +21,24 @@ def project_now():
     and a test that is not `transaction=True` never commits: it calls this before it reads
     the view (the due rows are visible to its own connection)."""
     return projection.project_due
+
+
+@pytest.fixture
+def held_projector(settings, monkeypatch) -> Iterator[projection.Projector]:
+    """The default `thread` mode, with this process's projector thread held: every commit's
+    on-commit subscriber (`projection.wake`) hands its task to a real Projector whose
+    thread is alive but never runs a pass, so the committed change stays due — as it does
+    when the process dies between its commit and its pass — until the test projects it
+    (`project`, `sweep`, `project_due`, `catch_up`). The projector is returned: its
+    `pending` shows what the writers handed over."""
+    view = {**settings.TASKDECK["VIEW"], "PROJECTION": "thread"}
+    settings.TASKDECK = {**settings.TASKDECK, "VIEW": view}
+    held = projection.Projector()
+    release = threading.Event()
+    # alive, so `add` starts no thread of its own; it never takes what it is handed
+    held.thread = threading.Thread(target=release.wait, name="held-projector", daemon=True)
+    held.thread.start()
+    monkeypatch.setattr(projection, "_projector", held)
+    yield held
+    release.set()
+    held.thread.join(timeout=5)

@@ -1,0 +1,81 @@
+"""No new service (docs/design/projection-after-commit.md, D8): a web process in the default
+`thread` mode projects its own writers' changes on its projector thread, with no scheduler,
+no sweep and no Redis (the in-memory channel layer)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from agui import projection, selectors
+from agui.models import AguiEvent
+from tests.agui.test_projection_after_commit import caught_up
+from tests.agui.test_websocket import Client, version_of
+from tests.conftest import Rpc, start_daphne, stop_daphne
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _application(passes: str):
+    """In the forked child: the in-memory channel layer (whatever this lane's is), and
+    each projection pass writes the name of the thread it runs on to `passes`."""
+    from channels.layers import channel_layers
+    from channels.routing import get_default_application
+    from django.test import override_settings
+
+    override_settings(
+        CHANNEL_LAYERS={"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    ).enable()
+    channel_layers.backends.clear()
+
+    def note(held: list[str]) -> None:
+        with open(passes, "a") as out:
+            out.write(f"{threading.current_thread().name} {' '.join(held)}\n")
+
+    projection.before_commit = note
+    return get_default_application()
+
+
+@pytest.fixture
+def threaded_server(django_db_setup, django_db_blocker, tmp_path) -> Iterator[tuple[str, Path]]:
+    """A Daphne of its own with TASKDECK_PROJECTION=thread; its URL and the file its
+    passes are noted in."""
+    passes = tmp_path / "passes"
+    proc = start_daphne(
+        django_db_blocker,
+        lambda: _application(str(passes)),
+        what="the threaded Daphne",
+        environ={"TASKDECK_PROJECTION": "thread"},
+    )
+    yield f"http://127.0.0.1:{proc.port.value}", passes
+    stop_daphne(proc)
+
+
+def test_a_pause_reaches_a_socket_as_one_state_delta_projected_by_the_servers_thread(
+    threaded_server, api_key, make_task
+):
+    url, passes = threaded_server
+    task = make_task("working")  # projected here (`sync`)
+    version, cursor = version_of(task.id), selectors.cursor()
+    client = Client(url.replace("http://", "ws://") + "/ws/agui/", api_key)
+    try:
+        assert client.recv()["type"] == "STATE_SNAPSHOT"
+        with httpx.Client(base_url=url, timeout=30) as http:
+            Rpc(http, api_key).result("tasks/pause", {"taskId": task.id, "reason": "look"})
+        client.until_version(task.id, version + 1)
+        entry = client.state["view"]["tasks"][task.id]
+        assert entry["status"] == "paused-by-client" and entry["pause"]["reason"] == "look"
+        assert client.state == selectors.snapshot()
+    finally:
+        client.close()
+    deltas = AguiEvent.objects.filter(task=task, id__gt=cursor, type="STATE_DELTA")
+    assert list(deltas.values_list("version", flat=True)) == [version + 1]
+    assert [e["type"] for e in client.events[1:]] == ["ACTIVITY_SNAPSHOT", "STATE_DELTA"]
+    caught_up(task.id)
+    noted = passes.read_text().splitlines()
+    assert noted and all(line.startswith("taskdeck-projector ") for line in noted), noted
+    assert f"taskdeck-projector {task.id}" in noted
