@@ -112,3 +112,17 @@ def test_the_opening_window_stays_within_its_budget_in_constant_queries(make_tas
     assert set(large.versions) == set(large.snapshot["view"]["tasks"])
     (pending,) = large.snapshot["view"]["pendingInterrupts"].values()
     assert pending["taskId"] == waiting.id
+
+
+@pytest.mark.postgres
+def test_pending_requests_are_planned_with_kind_and_pending_together():
+    """The board's and the inbox's read of pending input requests: with PostgreSQL's
+    statistics on (kind, pending) taken together (migration agui 0006), a fleet of parked
+    tasks (pending pauses) no longer makes the planner expect every pending row to be a
+    request and skip `interrupt_kind_pending`."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT stxkeys::text FROM pg_statistic_ext WHERE stxname = %s",
+            ["interrupt_kind_pending_stats"],
+        )
+        assert cursor.fetchone() is not None
