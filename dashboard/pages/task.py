@@ -107,6 +107,12 @@ def context(
 ) -> dict[str, Any]:
     """What the task page draws; `extra` overrides (a refused form, its error), and
     `resume_posted`/`resume_errors` redraw typed resume fields with what was typed."""
+    # The view's version first, then the core's rows: the page then reflects at least the
+    # version it says (data-version), and detail.js refetches for anything projected after.
+    # Read the other way round, a change committed and projected between the two reads was
+    # counted as shown but drawn from rows read before it: the page kept "Working · waiting"
+    # after the worker's pickup (tests/browser/test_hosted_acp.py, seen in CI).
+    projected = selectors.projected_version(task_id)
     try:
         detail = timeline.build(task_id)
     except Task.DoesNotExist:
@@ -116,7 +122,6 @@ def context(
     pending = next((i for i in detail.interrupts if i.pending and i.kind == "INPUT_REQUEST"), None)
     emit = _emit_defaults(task)
     susp = task.current_suspension
-    projected = selectors.projected_version(task.pk)
     ctx = {
         "page": "detail",
         "detail": detail,
