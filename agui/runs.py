@@ -64,7 +64,7 @@ from a2a.formats import text_of
 from a2a.lifecycle import PAUSED, State
 from a2a.models import Task
 from agui import bridge, fanout, selectors, view
-from agui.models import AguiEvent, Interrupt, ViewTask
+from agui.models import AguiEvent, Interrupt
 from agui.projector import EVICTION, TEXT
 from agui.schemas import response_schema
 
@@ -99,8 +99,7 @@ def _rows(task_id: str, after: int) -> tuple[list[tuple], str, bool]:
     commit (agui.projection), so "the task stopped" is not enough: the view must have
     reached the stop too."""
     state, version = Task.objects.filter(pk=task_id).values_list("state", "version").get()
-    seen = ViewTask.objects.filter(task_id=task_id).values_list("task_version", "version").first()
-    projected = (seen[0] if seen[0] is not None else seen[1]) if seen else 0
+    projected = selectors.projected_version(task_id)
     rows = list(
         AguiEvent.objects.filter(task_id=task_id, version__gt=after)
         .exclude(type=EVICTION)

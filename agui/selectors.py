@@ -249,3 +249,13 @@ def visible_ids(task_ids: Iterable[str], visible_to: Actor) -> set[str]:
 
 def cursor() -> int:
     return AguiEvent.objects.order_by("-id").values_list("id", flat=True).first() or 0
+
+
+def projected_version(task_id: str) -> int:
+    """The task version the task's view entry reflects (0: not projected yet). The view is
+    projected after the writer's commit (agui.projection), so it may be behind the task;
+    rows from before that have no `task_version` and reflect their view version."""
+    seen = ViewTask.objects.filter(task_id=task_id).values_list("task_version", "version").first()
+    if seen is None:
+        return 0
+    return seen[0] if seen[0] is not None else seen[1]

@@ -561,12 +561,3 @@ def get_task(task_id: str) -> Task:
         return Task.objects.select_related("current_suspension", "status_message").get(pk=task_id)
     except (Task.DoesNotExist, ValueError):
         raise TaskNotFound(task_id) from None
-
-
-def projected_version(task_id: str) -> int:
-    """The task version the task's live-view entry reflects (0: not projected yet): the
-    view is projected after the writer's commit (agui.projection), so it may be behind."""
-    seen = ViewTask.objects.filter(task_id=task_id).values_list("task_version", "version").first()
-    if seen is None:
-        return 0
-    return seen[0] if seen[0] is not None else seen[1]

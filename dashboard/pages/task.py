@@ -18,6 +18,7 @@ from a2a import skills
 from a2a.errors import TaskNotFound
 from a2a.lifecycle import PAUSED, TERMINAL, State
 from a2a.models import Suspension, Task
+from agui import selectors as agui_selectors
 from dashboard import actions, forms, selectors, timeline
 from dashboard.pages import answer_card
 from dashboard.pages.access import operator_only
@@ -112,7 +113,7 @@ def context(
     # Read the other way round, a change committed and projected between the two reads was
     # counted as shown but drawn from rows read before it: the page kept "Working · waiting"
     # after the worker's pickup (tests/browser/test_hosted_acp.py, seen in CI).
-    projected = selectors.projected_version(task_id)
+    projected = agui_selectors.projected_version(task_id)
     try:
         detail = timeline.build(task_id)
     except Task.DoesNotExist:
