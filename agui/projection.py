@@ -41,6 +41,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
+import time
 from collections.abc import Iterable
 from datetime import timedelta
 
@@ -64,6 +65,13 @@ SWEEP_TASKS = 200  # tasks per sweep: a backlog drains in steps
 AGAIN_ROUNDS = 3  # a pass looks again this often for what committed while it held tasks
 CATCH_UP_SECONDS = 1.0  # the most an operator's request waits for a pass in flight
 EXIT_SECONDS = 2.0  # a process that exits projects what it has not yet, this long at most
+# A task whose pass failed (an event it cannot project, a database error) rests this long
+# before the sweep tries it again, twice as long after each failure, up to RETRY_MAX_SECONDS:
+# the sweep runs at every scheduler tick, and must neither log a failure four times a second
+# nor let one task's failure hold up the others'.
+RETRY_SECONDS = 5.0
+RETRY_MAX_SECONDS = 300.0
+LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL: lock_timeout passed (catch_up waited its bound)
 # The advisory lock class of a task being projected (PostgreSQL); Taskdeck takes no
 # other advisory lock. The second key is hashtext(task id): a collision only makes two
 # tasks share a lock, which is harmless.
@@ -314,7 +322,8 @@ def project(task_ids: Iterable[str], *, wait: bool = False) -> set[str]:
     the tasks it projected. A task another pass holds is skipped (`wait`: waited for); on
     PostgreSQL, once its passes committed, it looks again for what committed meanwhile
     (a writer whose own wake found the task held), AGAIN_ROUNDS times at most (the sweep
-    takes what is left)."""
+    takes what is left). A pass that fails is not raised: its tasks are projected one by
+    one, and a task that fails alone is logged once and left due (`_isolated`)."""
     # Only tasks with due rows, read outside any write transaction: a task projected since
     # it was handed over (three events of one transaction wake three times; another
     # process's pass took it) costs this read, not a pass (on SQLite: not the write lock).
@@ -323,7 +332,7 @@ def project(task_ids: Iterable[str], *, wait: bool = False) -> set[str]:
     for _ in range(AGAIN_ROUNDS if _postgres() else 1):
         held: list[str] = []
         for i in range(0, len(todo), BATCH):
-            held += _pass(todo[i : i + BATCH], wait)
+            held += _isolated(todo[i : i + BATCH], wait)
         done.update(held)
         if not held or not _postgres():
             break
@@ -331,6 +340,90 @@ def project(task_ids: Iterable[str], *, wait: bool = False) -> set[str]:
         if not todo:
             break
     return done
+
+
+def _isolated(batch: list[str], wait: bool) -> list[str]:
+    """`_pass(batch)`, and when it fails, a pass per task: one task's failure (an event it
+    cannot project, a row the database refuses) must not keep the batch's other tasks out
+    of the view. A task that fails alone keeps its due rows (its pass rolled back), is
+    logged once, and rests (`_Failing`) before the sweep tries it again."""
+    try:
+        held = _pass(batch, wait)
+    except Exception as exc:
+        _usable_again()
+        if len(batch) == 1:
+            _failing.failed(batch[0], exc)
+            return []
+        held, failed = [], False
+        for task_id in batch:
+            try:
+                held += _pass([task_id], wait)
+            except Exception as one:
+                _usable_again()
+                _failing.failed(task_id, one)
+                failed = True
+        if not failed:  # nothing to blame on a task (a dropped connection): say it once
+            log.warning(
+                "a projection pass over %d tasks failed (%r); each was projected alone",
+                len(batch),
+                exc,
+            )
+    _failing.projected(held)
+    return held
+
+
+def _usable_again() -> None:
+    """After a failed pass: a connection the failure left unusable (dropped by the server)
+    is closed, so the next pass opens a new one. Not inside a transaction of the caller's
+    (a test's, or a writer's in `sync` mode): the pass was a savepoint of it there."""
+    if not connection.in_atomic_block:
+        connection.close_if_unusable_or_obsolete()
+
+
+def _busy(exc: BaseException) -> bool:
+    """A lock_timeout: `catch_up` waited its bound for a pass that holds the task."""
+    return getattr(exc.__cause__, "sqlstate", None) == LOCK_NOT_AVAILABLE
+
+
+class _Failing:
+    """The tasks whose last pass in this process failed: when the sweep may try each again.
+    Process-local: another process's sweep finds the task failing by itself, and logs it
+    once too."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.tasks: dict[str, tuple[float, float]] = {}  # task -> (retry at, rest)
+
+    def failed(self, task_id: str, exc: BaseException) -> None:
+        if _busy(exc):  # not this task's fault: its holder projects it
+            log.warning(
+                "task %s is held by another projection pass; that pass projects it", task_id
+            )
+            return
+        with self.lock:
+            rest = min(self.tasks.get(task_id, (0.0, RETRY_SECONDS / 2))[1] * 2, RETRY_MAX_SECONDS)
+            self.tasks[task_id] = (time.monotonic() + rest, rest)
+        log.error(
+            "projecting task %s failed; its changes stay due, the sweep retries in %.0f s",
+            task_id,
+            rest,
+            exc_info=exc,
+        )
+
+    def projected(self, task_ids: list[str]) -> None:
+        if self.tasks:
+            with self.lock:
+                for task_id in task_ids:
+                    self.tasks.pop(task_id, None)
+
+    def resting(self) -> set[str]:
+        """The tasks the sweep leaves alone now."""
+        now = time.monotonic()
+        with self.lock:
+            return {t for t, (at, _) in self.tasks.items() if at > now}
+
+
+_failing = _Failing()
 
 
 def due_tasks(older_than: float = 0.0, limit: int = SWEEP_TASKS) -> list[str]:
@@ -345,18 +438,22 @@ def due_tasks(older_than: float = 0.0, limit: int = SWEEP_TASKS) -> list[str]:
 def sweep(older_than: float = SWEEP_AFTER_SECONDS) -> int:
     """The scheduler's periodic job (registered in AguiConfig.ready()): project the tasks
     whose due rows are older than `older_than` — a process died between its commit and its
-    pass, or its pass failed. Returns how many tasks it projected."""
-    return len(project(due_tasks(older_than)))
+    pass, or its pass failed. A task whose pass failed in this process rests first
+    (RETRY_SECONDS, doubling). Returns how many tasks it projected."""
+    resting = _failing.resting()
+    ids = [t for t in due_tasks(older_than, SWEEP_TASKS + len(resting)) if t not in resting]
+    return len(project(ids[:SWEEP_TASKS]))
 
 
 def project_due() -> int:
     """Project every due row now (tests; a projector thread's start): how many tasks."""
-    total = 0
-    while ids := due_tasks():
+    total, failed = 0, set()
+    while ids := [t for t in due_tasks(limit=SWEEP_TASKS + len(failed)) if t not in failed]:
         done = project(ids, wait=True)
         total += len(done)
         if not done:
             break
+        failed |= set(ids) - done  # logged once; not again in this call
     return total
 
 

@@ -79,3 +79,41 @@ def test_a_pause_reaches_a_socket_as_one_state_delta_projected_by_the_servers_th
     noted = passes.read_text().splitlines()
     assert noted and all(line.startswith("taskdeck-projector ") for line in noted), noted
     assert f"taskdeck-projector {task.id}" in noted
+
+
+# A short-lived process in `thread` mode (`manage.py emit_event`, `seed_demo`): it commits
+# a change and exits at once, before its projector thread would have run.
+SHORT_LIVED = """
+import sys
+import django
+
+django.setup()
+from a2a import services
+
+actor = services.Actor("client", "test", tenant="key:test-client")
+services.pause_task(sys.argv[1], actor=actor, reason="from a script")
+"""
+
+
+def test_a_short_lived_process_projects_its_change_before_it_exits(make_task):
+    import subprocess
+    import sys
+
+    from django.db import connection
+
+    from tests.agui.test_projection_after_commit import ROOT, child_env, due
+
+    task = make_task("working")
+    connection.close()
+    done = subprocess.run(
+        [sys.executable, "-c", SHORT_LIVED, task.id],
+        cwd=ROOT,
+        env={**child_env(), "TASKDECK_PROJECTION": "thread"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert due(task.id) == []  # drained at exit (atexit): nothing left for the sweep
+    caught_up(task.id)
+    assert selectors.snapshot()["view"]["tasks"][task.id]["status"] == "paused-by-client"

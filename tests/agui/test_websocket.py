@@ -136,3 +136,55 @@ def test_sockets_from_another_origin_are_refused(ws_url, api_key):
             },
         )
     assert err.value.response.status_code == 403
+
+
+def touches(event: dict, task_id: str) -> bool:
+    """A STATE_DELTA that changes `task_id`'s entry."""
+    prefix = f"/view/tasks/{task_id}"
+    return event["type"] == "STATE_DELTA" and any(
+        op["path"] == prefix or op["path"].startswith(prefix + "/") for op in event["delta"]
+    )
+
+
+def test_changes_committed_before_one_pass_reach_a_socket_as_one_version(
+    ws_url, api_key, make_task, hold_projection
+):
+    from agui import projection
+
+    task, marker = make_task("working"), make_task("working")
+    version = version_of(task.id)
+    client = Client(ws_url, api_key)
+    try:
+        client.recv()
+        assert client.state["view"]["tasks"][task.id]["version"] == version  # it holds v
+        start = len(client.events)
+        hold_projection()  # this process's changes commit and stay due
+        services.pause_task(task.id, actor=CLIENT, reason="first look")
+        services.resume_task(task.id, actor=CLIENT)
+        services.emit_text(task.id, "still here", actor=AGENT)
+        services.pause_task(task.id, actor=CLIENT, reason="second look")
+        services.resume_task(task.id, actor=CLIENT)
+        handles = [s.handle for s in task.suspensions.order_by("suspended_at")]
+        assert projection.project([task.id]) == {task.id}  # the projector, released: one pass
+        client.until_version(task.id, version + 1)
+        services.pause_task(marker.id, actor=CLIENT, reason="after")  # a later change…
+        assert projection.project([marker.id]) == {marker.id}
+        client.until_version(marker.id, version_of(marker.id))  # …arrives after all of it
+        mine = [e for e in client.events[start:] if touches(e, task.id)]
+        assert len(mine) == 1  # one STATE_DELTA for the five changes, v → v+1: no gap
+        assert {
+            "op": "replace",
+            "path": f"/view/tasks/{task.id}/version",
+            "value": version + 1,
+        } in (mine[0]["delta"])
+        assert client.state == selectors.snapshot()  # no change missed
+        entry = client.state["view"]["tasks"][task.id]
+        assert entry["taskVersion"] == task.version + 5 and entry["status"] == "working"
+        assert [client.activities[h]["stage"] for h in handles] == ["resumed", "resumed"]
+
+        services.pause_task(task.id, actor=CLIENT, reason="third look")  # one more change…
+        assert projection.project([task.id]) == {task.id}
+        client.until_version(task.id, version + 2)  # …is the next version, no gap
+        assert len([e for e in client.events[start:] if touches(e, task.id)]) == 2
+    finally:
+        client.close()
