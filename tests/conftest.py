@@ -4,6 +4,7 @@ and helpers that put tasks into a given state through `a2a.services`."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -79,6 +80,34 @@ def events_have_their_shapes() -> Iterator[None]:
     faults = shape_faults()
     if faults:
         pytest.fail(f"events written with a wrong shape:\n{faults}", pytrace=False)
+
+
+class _ProjectionErrors(logging.Handler):
+    """The errors the AG-UI projection logged in this process. A failed pass is logged,
+    not raised (agui.projection: the task stays due, the sweep retries it), so without
+    this a test whose writes the projector cannot project would still pass."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.seen: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seen.append(self.format(record))
+
+
+_PROJECTION_ERRORS = _ProjectionErrors()
+logging.getLogger("agui.projection").addHandler(_PROJECTION_ERRORS)
+
+
+@pytest.fixture(autouse=True)
+def projection_passes_do_not_fail(request) -> Iterator[None]:
+    """No projection pass of this process failed while the test ran, unless the test is
+    marked `projection_fails` (it provokes failures and checks how they are handled)."""
+    _PROJECTION_ERRORS.seen.clear()
+    yield
+    seen, _PROJECTION_ERRORS.seen = _PROJECTION_ERRORS.seen, []
+    if seen and request.node.get_closest_marker("projection_fails") is None:
+        pytest.fail("the AG-UI projection logged errors:\n" + "\n".join(seen), pytrace=False)
 
 
 @pytest.hookimpl(wrapper=True)

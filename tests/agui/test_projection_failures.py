@@ -132,6 +132,7 @@ def view_reflects(task_id: str) -> bool:
 # --- the projector thread -------------------------------------------------------------------
 
 
+@pytest.mark.projection_fails
 def test_a_task_the_thread_cannot_project_fails_alone_and_the_thread_goes_on(
     live_projector, caplog
 ):
@@ -171,6 +172,7 @@ def test_a_task_the_thread_cannot_project_fails_alone_and_the_thread_goes_on(
     assert len(errors(caplog)) == 1
 
 
+@pytest.mark.projection_fails
 @pytest.mark.postgres
 def test_the_thread_survives_its_connection_dropped_mid_pass(live_projector, caplog):
     caplog.set_level(logging.WARNING, logger="agui.projection")
@@ -211,6 +213,7 @@ def test_the_thread_survives_its_connection_dropped_mid_pass(live_projector, cap
 # --- the sweep --------------------------------------------------------------------------------
 
 
+@pytest.mark.projection_fails
 def test_the_sweep_projects_the_others_and_lets_a_failing_task_rest(
     held_projector, fresh_failures, caplog
 ):
@@ -241,6 +244,7 @@ def test_the_sweep_projects_the_others_and_lets_a_failing_task_rest(
     caught_up(bad.id)
 
 
+@pytest.mark.projection_fails
 def test_the_sweep_tries_a_failed_task_again_after_its_rest(
     held_projector, fresh_failures, caplog, monkeypatch
 ):
@@ -261,6 +265,7 @@ def test_the_sweep_tries_a_failed_task_again_after_its_rest(
 # --- catch_up: the operator's action answers anyway -------------------------------------------
 
 
+@pytest.mark.projection_fails
 def test_a_dashboard_action_answers_when_its_catch_up_fails_and_the_view_follows_later(
     held_projector, fresh_failures, op, caplog
 ):
