@@ -2,8 +2,12 @@
 agents are configured to be hosted) the ACP host's supervisor, as one command.
 
 `make run` uses it so one command gives a working Taskdeck. Each part is its own process
-(as in a scale-out deployment); if one dies unexpectedly the others are stopped and the
-command exits non-zero rather than limping on without, say, a scheduler. Separate
+(as in a scale-out deployment), supervised (dashboard/supervisor.py): a port already taken
+stops it before anything starts, naming the port; a child that exits during start-up stops
+all, naming the child; one that dies later is restarted with backoff, and given up on when
+it keeps dying (all stop only when no web process is left); SIGTERM or Ctrl+C stops every
+child within --stop-grace. Its children's state is in a status file that /healthz shows
+(a2a/supervision.py; docs/production.md, "Processes"). Separate
 processes need no service to hear each other at once: on SQLite with the in-memory
 layer they wake each other over UNIX sockets in var/wake/ (a2a/localwake.py): a new job
 reaches an idle worker, and a worker's change the web process's streams, blocking sends
@@ -24,9 +28,7 @@ import ipaddress
 import os
 import signal
 import socket
-import subprocess
 import sys
-import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -34,6 +36,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from a2a import skills
+from dashboard.supervisor import Child, Policy, StartupFailed, Supervisor
 
 MANAGE = str(Path(settings.BASE_DIR) / "manage.py")
 
@@ -79,6 +82,27 @@ def listen(host: str, port: int) -> socket.socket:
     sock.listen(1024)
     sock.set_inheritable(True)
     return sock
+
+
+def refuse_taken(host: str, port: int, what: str) -> None:
+    """Stop before anything starts when `port` is taken, naming it and who wanted it.
+
+    Bound without SO_REUSEPORT, so a listener that set it (another `serve --web N`, a
+    gRPC server) still counts as taking the port; SO_REUSEADDR so that connections of a
+    stopped server still in TIME_WAIT do not."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host.strip("[]"), port, type=socket.SOCK_STREAM
+    )[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise CommandError(
+                f"port {port} ({what}) on {host} is not free: {exc.strerror}. Stop what "
+                f"listens there (`ss -ltnp 'sport = :{port}'` shows it) or choose another "
+                "port; nothing was started."
+            ) from exc
 
 
 def grpc_address(host: str, port: int) -> str:
@@ -156,6 +180,44 @@ class Command(BaseCommand):
         parser.add_argument(
             "--check", action="store_true", help="check the options and exit, starting nothing"
         )
+        d = Policy()
+        parser.add_argument(
+            "--restart-backoff",
+            type=float,
+            default=d.backoff,
+            help=f"seconds before a dead child is restarted, doubling with each further death "
+            f"within --give-up-window (default {d.backoff:g})",
+        )
+        parser.add_argument(
+            "--restart-backoff-max",
+            type=float,
+            default=d.backoff_max,
+            help=f"the longest backoff (default {d.backoff_max:g})",
+        )
+        parser.add_argument(
+            "--give-up-after",
+            type=int,
+            default=d.give_up_after,
+            help=f"exits within --give-up-window after which a child is no longer restarted "
+            f"(default {d.give_up_after})",
+        )
+        parser.add_argument(
+            "--give-up-window", type=float, default=d.window, help=f"(default {d.window:g} s)"
+        )
+        parser.add_argument(
+            "--startup-seconds",
+            type=float,
+            default=d.startup_seconds,
+            help="a child must stay up this long (and its port answer) for start-up to end; "
+            f"an exit before that stops all (default {d.startup_seconds:g})",
+        )
+        parser.add_argument(
+            "--stop-grace",
+            type=float,
+            default=d.stop_grace,
+            help=f"on SIGTERM/SIGINT, seconds before children still running get SIGKILL "
+            f"(default {d.stop_grace:g})",
+        )
 
     def handle(
         self,
@@ -167,6 +229,12 @@ class Command(BaseCommand):
         grpc_port: int,
         acp_hosts: int | None,
         check: bool,
+        restart_backoff: float,
+        restart_backoff_max: float,
+        give_up_after: int,
+        give_up_window: float,
+        startup_seconds: float,
+        stop_grace: float,
         **options,
     ):
         refuse_public_debug(host)
@@ -175,75 +243,96 @@ class Command(BaseCommand):
         ports = [int(p) for p in str(port).split(",") if p.strip()]
         if grpc_port < 0 or (grpc_port and grpc_port in ports):
             raise CommandError(f"--grpc-port {grpc_port} must be 0 or a port no web process uses")
+        if give_up_after < 1 or min(restart_backoff, give_up_window, stop_grace) < 0:
+            raise CommandError("--give-up-after must be at least 1, the times at least 0")
         if check:
             grpc = f", gRPC on port {grpc_port}" if grpc_port else ""
             self.stdout.write(
                 f"ok: would serve on {host} (DEBUG {'on' if settings.DEBUG else 'off'}){grpc}"
             )
             return
-        commands: dict[str, list[str]] = {}
+        for p in ports:
+            refuse_taken(host, p, "web, --port")
+        if grpc_port:
+            refuse_taken(host, grpc_port, "gRPC, --grpc-port")
+        children: list[Child] = []
         shared: list[socket.socket] = []  # held open here for as long as the web processes run
-        inherits: dict[str, tuple[int, ...]] = {}
         for p in ports:
             if web == 1:
                 daphne = [sys.executable, "-m", "daphne", "-b", host, "-p", str(p)]
-                commands[f"web-{p}"] = [*daphne, "dashboard.asgi:application"]
+                children.append(
+                    Child(
+                        f"web-{p}",
+                        [*daphne, "dashboard.asgi:application"],
+                        binds=(host, p),
+                        essential=True,
+                    )
+                )
                 continue
             for i in range(web):
                 listening = listen(host, p)
                 shared.append(listening)
-                name = f"web-{p}-{i + 1}"
-                commands[name] = adopting(listening, "dashboard.asgi:application")
-                inherits[name] = (listening.fileno(),)
+                children.append(
+                    Child(
+                        f"web-{p}-{i + 1}",
+                        adopting(listening, "dashboard.asgi:application"),
+                        pass_fds=(listening.fileno(),),
+                        essential=True,
+                    )
+                )
         for i in range(workers):
             # the poll is only the fallback: the doorbell starts a new job at once
-            commands[f"worker-{i + 1}"] = [
+            children.append(Child(f"worker-{i + 1}", [
                 sys.executable, MANAGE, "run_worker", "--interval", "1", "--no-reload",
-            ]  # fmt: skip
-        commands["scheduler"] = [sys.executable, MANAGE, "run_scheduler"]
+            ]))  # fmt: skip
+        children.append(Child("scheduler", [sys.executable, MANAGE, "run_scheduler"]))
         if acp_hosts is None:
             acp_hosts = 1 if skills.hosted() else 0  # the host registers them (a2a.skills)
         for i in range(acp_hosts):  # hosted ACP agents' sessions (a2a/acp_host)
-            commands[f"acp-host-{i + 1}"] = [sys.executable, MANAGE, "run_acp_host"]
+            children.append(Child(f"acp-host-{i + 1}", [sys.executable, MANAGE, "run_acp_host"]))
         if grpc_port:
-            commands["grpc"] = [
+            children.append(Child("grpc", [
                 sys.executable, MANAGE, "run_grpc", "--host", host, "--port", str(grpc_port),
-            ]  # fmt: skip
+            ], binds=(host, grpc_port)))  # fmt: skip
         env = child_environment(host, grpc_port, os.environ, web_port=ports[0])
-        # own sessions: a Ctrl+C reaches only this command, which stops each child once
-        procs = {
-            name: subprocess.Popen(
-                cmd, start_new_session=True, pass_fds=inherits.get(name, ()), env=env
-            )
-            for name, cmd in commands.items()
-        }
-        urls = ", ".join(f"http://{host}:{p}/" for p in ports)
-        grpc = f", gRPC on {grpc_address(host, grpc_port)}" if grpc_port else ""
-        self.stdout.write(
-            f"Taskdeck on {urls} ({web} web process{'es' if web > 1 else ''} per port{grpc}) "
-            f"with {workers} workers and a scheduler "
-            f"(pids {', '.join(f'{n}={p.pid}' for n, p in procs.items())})"
+        status_file = Path(settings.VAR_DIR) / f"serve-status-{ports[0]}.json"
+        env["TASKDECK_SERVE_STATUS"] = str(status_file)
+        supervisor = Supervisor(
+            children,
+            env=env,
+            policy=Policy(
+                backoff=restart_backoff,
+                backoff_max=restart_backoff_max,
+                give_up_after=give_up_after,
+                window=give_up_window,
+                startup_seconds=startup_seconds,
+                stop_grace=stop_grace,
+            ),
+            log=self.say,
+            status_file=status_file,
         )
-        stopping = False
-
-        def stop(signum, frame):
-            nonlocal stopping
-            stopping = True
-
-        signal.signal(signal.SIGINT, stop)
-        signal.signal(signal.SIGTERM, stop)
-        failed = None
-        while not stopping and failed is None:
-            failed = next((n for n, p in procs.items() if p.poll() is not None), None)
-            time.sleep(0.5)
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in procs.values():
+        signal.signal(signal.SIGINT, supervisor.stop)
+        signal.signal(signal.SIGTERM, supervisor.stop)
+        try:
+            supervisor.spawn()
+            urls = ", ".join(f"http://{host}:{p}/" for p in ports)
+            grpc = f", gRPC on {grpc_address(host, grpc_port)}" if grpc_port else ""
+            self.stdout.write(
+                f"Taskdeck on {urls} ({web} web process{'es' if web > 1 else ''} per port"
+                f"{grpc}) with {workers} workers and a scheduler "
+                f"(pids {', '.join(f'{c.name}={c.proc.pid}' for c in children)})"
+            )
+            self.stdout.flush()
             try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        if failed is not None:
-            self.stderr.write(f"{failed} exited with {procs[failed].returncode}; stopped all")
-            sys.exit(1)
+                supervisor.wait_started()
+            except StartupFailed as failed:
+                raise CommandError(str(failed)) from None
+            self.say(f"serve: started; supervising {len(children)} processes ({status_file})")
+            if supervisor.supervise() != 0:
+                sys.exit(1)
+        finally:
+            supervisor.close()
+
+    def say(self, line: str) -> None:
+        self.stderr.write(line)
+        self.stderr.flush()
