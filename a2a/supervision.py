@@ -19,9 +19,10 @@ carries the first web port, so two `serve`s sharing one var dir (`make run` besi
 
 A child's state: "starting" (spawned during start-up), "running", "restarting" (dead,
 waiting out its backoff), "gave-up" (died too often: no longer restarted), "stopped".
-The file's status: "ok" (all running), "restarting" (one is dead and due back) or
-"degraded" (one was given up on). The reader adds "gone" when the supervisor itself is no
-longer alive (killed with SIGKILL: its children serve on, unsupervised).
+The file's status: "ok" (all running), "starting" (start-up not over), "restarting" (one is
+dead and due back) or "degraded" (one was given up on). The reader adds "gone" when the
+supervisor itself is no longer alive (killed with SIGKILL: its children serve on,
+unsupervised).
 """
 
 from __future__ import annotations
@@ -41,8 +42,10 @@ def overall(children: Iterable[Mapping[str, Any]]) -> str:
     states = {c["state"] for c in children}
     if "gave-up" in states:
         return "degraded"
-    if states & {"restarting", "starting"}:
+    if "restarting" in states:
         return "restarting"
+    if "starting" in states:
+        return "starting"
     return "ok"
 
 

@@ -42,6 +42,7 @@ from typing import Any
 from a2a.supervision import write_status
 
 TICK = 0.1  # how often children are looked at
+FD = "{fd}"  # in a Child's command: the descriptor of the socket made for it
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,9 @@ class Policy:
 class Child:
     name: str
     command: list[str]
-    pass_fds: tuple[int, ...] = ()
+    # a socket made afresh for each start (a web process of `--web N`): handed over as the
+    # descriptor FD names in `command`, and closed here once the child has it
+    listener: Callable[[], socket.socket] | None = None
     # (host, port) it binds itself: start-up waits until it answers
     binds: tuple[str, int] | None = None
     essential: bool = False  # a web process
@@ -134,9 +137,15 @@ class Supervisor:
     # -- the children ------------------------------------------------------------------
 
     def _spawn(self, child: Child) -> None:
-        child.proc = subprocess.Popen(
-            child.command, start_new_session=True, pass_fds=child.pass_fds, env=self.env
-        )
+        if child.listener is None:
+            child.proc = subprocess.Popen(child.command, start_new_session=True, env=self.env)
+        else:
+            with child.listener() as handed:
+                fd = str(handed.fileno())
+                command = [fd if part == FD else part for part in child.command]
+                child.proc = subprocess.Popen(
+                    command, start_new_session=True, pass_fds=(handed.fileno(),), env=self.env
+                )
         child.started = time.monotonic()
 
     def _write(self) -> None:
@@ -155,9 +164,14 @@ class Supervisor:
     # -- start-up ----------------------------------------------------------------------
 
     def spawn(self) -> None:
-        """Start every child."""
+        """Start every child; StartupFailed (all stopped) when one cannot be (its port
+        taken meanwhile, its program missing)."""
         for child in self.children:
-            self._spawn(child)
+            try:
+                self._spawn(child)
+            except OSError as exc:
+                self._stop_all()
+                raise StartupFailed(f"{child.name} could not be started: {exc}") from exc
         self._write()
 
     def wait_started(self) -> None:
@@ -193,13 +207,11 @@ class Supervisor:
 
     # -- supervising -------------------------------------------------------------------
 
-    def _died(self, child: Child, now: float) -> None:
-        assert child.proc is not None
+    def _died(self, child: Child, now: float, died: str) -> None:
         window = self.policy.window
         child.exits.append(now)
         while child.exits and now - child.exits[0] > window:
             child.exits.popleft()
-        died = f"{child.name} (pid {child.proc.pid}) died: {child.last_exit}"
         if len(child.exits) >= self.policy.give_up_after:
             child.state = "gave-up"
             self.log(
@@ -220,13 +232,21 @@ class Supervisor:
             changed = False
             for child in self.children:
                 if child.state in ("running", "starting") and self._reap(child):
-                    self._died(child, now)
+                    assert child.proc is not None
+                    self._died(
+                        child, now, f"{child.name} (pid {child.proc.pid}) died: {child.last_exit}"
+                    )
                     changed = True
                 elif child.state == "restarting" and now >= child.restart_at:
-                    self._spawn(child)
-                    child.restarts += 1
-                    child.state = "running"
                     changed = True
+                    child.restarts += 1
+                    try:
+                        self._spawn(child)
+                    except OSError as exc:  # counts as one more death
+                        child.last_exit = f"not started: {exc}"
+                        self._died(child, now, f"{child.name} could not be started: {exc}")
+                        continue
+                    child.state = "running"
                     self.log(
                         f"serve: {child.name} restarted (pid {child.proc.pid}, "
                         f"restart {child.restarts})"

@@ -24,6 +24,7 @@ data to whoever gets one, so a non-loopback --host is refused (turn DEBUG off fo
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import os
 import signal
@@ -36,7 +37,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from a2a import skills
-from dashboard.supervisor import Child, Policy, StartupFailed, Supervisor
+from dashboard.supervisor import FD, Child, Policy, StartupFailed, Supervisor
 
 MANAGE = str(Path(settings.BASE_DIR) / "manage.py")
 
@@ -64,14 +65,18 @@ def refuse_public_debug(host: str) -> None:
         )
 
 
-def listen(host: str, port: int) -> socket.socket:
-    """A listening TCP socket of one of the web processes that share a port (`--web N`).
+def bound(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to `port` for one of the web processes that share it (`--web N`),
+    not yet listening: the web process listens on it once its application is loaded.
 
     Each gets its own socket, all bound with SO_REUSEPORT: the kernel spreads incoming
-    connections over them evenly. (One socket accepted from by all, tried first, let the
-    process that woke first take most of a burst of connections: 2 processes served 283
-    GetTask/s against 248 for one.) Made here, before the children, so that Daphne needs
-    no port-sharing option of its own."""
+    connections over the listening ones evenly. (One socket accepted from by all, tried
+    first, let the process that woke first take most of a burst of connections: 2
+    processes served 283 GetTask/s against 248 for one.) Made here, before the child, so
+    that Daphne needs no port-sharing option of its own. Only a listening socket takes
+    connections, so one whose process is still loading Django gets none, and a dead
+    process's socket leaves the group with it (`serve` keeps no copy): meanwhile the
+    others take every connection, and a restarted process gets a new socket."""
     family, kind, proto, _, address = socket.getaddrinfo(
         host.strip("[]"), port, type=socket.SOCK_STREAM
     )[0]
@@ -79,7 +84,6 @@ def listen(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     sock.bind(address)
-    sock.listen(1024)
     sock.set_inheritable(True)
     return sock
 
@@ -127,24 +131,29 @@ def child_environment(
     return env
 
 
-# Runs as the web process before Daphne replaces it: the inherited socket becomes
-# descriptor 3 and the environment names it, as systemd's socket activation does.
+# Runs as the web process: the inherited socket becomes descriptor 3 and the environment
+# names it, as systemd's socket activation does; the application is loaded (Django set up),
+# then the socket listens, then Daphne runs in this process (argv: fd, Daphne's arguments).
 ADOPT = (
-    "import os, sys; fd = int(sys.argv[1]); os.dup2(fd, 3); os.close(fd); "
+    "import os, socket, sys; fd = int(sys.argv[1]); os.dup2(fd, 3); os.close(fd); "
     "os.environ.update(LISTEN_PID=str(os.getpid()), LISTEN_FDS='1', LISTEN_FDNAMES='web'); "
-    "os.execv(sys.executable, [sys.executable, *sys.argv[2:]])"
+    "import importlib; sys.path.insert(0, '.'); "
+    "importlib.import_module(sys.argv[-1].split(':')[0]); "
+    "s = socket.socket(fileno=3); s.listen(1024); s.detach(); "
+    "from daphne.cli import CommandLineInterface; CommandLineInterface().run(sys.argv[2:])"
 )
 
 
-def adopting(listening: socket.socket, application: str) -> list[str]:
-    """A Daphne command that serves on the inherited `listening` socket, handed over as
-    systemd's socket activation does it (Twisted reads that, endpoint `systemd:`):
-    LISTEN_PID must name the process itself, known only once it runs, hence ADOPT, which
-    sets it and execs Daphne in its place. (Daphne's own `--fd` builds an `fd:` endpoint
-    this Twisted no longer has.)"""
-    domain = "INET6" if listening.family == socket.AF_INET6 else "INET"
-    daphne = ["-m", "daphne", "-e", f"systemd:domain={domain}:index=0", application]
-    return [sys.executable, "-c", ADOPT, str(listening.fileno()), *daphne]
+def adopting(fd: str, family: int, application: str) -> list[str]:
+    """A Daphne command that serves on the inherited socket `fd` (bound, not listening),
+    handed over as systemd's socket activation does it (Twisted reads that, endpoint
+    `systemd:`): LISTEN_PID must name the process itself, known only once it runs, hence
+    ADOPT, which sets it, loads `application`, listens and runs Daphne's command line in
+    the same process. (Daphne's own `--fd` builds an `fd:` endpoint this Twisted no longer
+    has.)"""
+    domain = "INET6" if family == socket.AF_INET6 else "INET"
+    daphne = ["-e", f"systemd:domain={domain}:index=0", application]
+    return [sys.executable, "-c", ADOPT, fd, *daphne]
 
 
 class Command(BaseCommand):
@@ -256,7 +265,6 @@ class Command(BaseCommand):
         if grpc_port:
             refuse_taken(host, grpc_port, "gRPC, --grpc-port")
         children: list[Child] = []
-        shared: list[socket.socket] = []  # held open here for as long as the web processes run
         for p in ports:
             if web == 1:
                 daphne = [sys.executable, "-m", "daphne", "-b", host, "-p", str(p)]
@@ -270,13 +278,12 @@ class Command(BaseCommand):
                 )
                 continue
             for i in range(web):
-                listening = listen(host, p)
-                shared.append(listening)
+                family = socket.getaddrinfo(host.strip("[]"), p, type=socket.SOCK_STREAM)[0][0]
                 children.append(
                     Child(
                         f"web-{p}-{i + 1}",
-                        adopting(listening, "dashboard.asgi:application"),
-                        pass_fds=(listening.fileno(),),
+                        adopting(FD, family, "dashboard.asgi:application"),
+                        listener=functools.partial(bound, host, p),
                         essential=True,
                     )
                 )
@@ -314,7 +321,10 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, supervisor.stop)
         signal.signal(signal.SIGTERM, supervisor.stop)
         try:
-            supervisor.spawn()
+            try:
+                supervisor.spawn()
+            except StartupFailed as failed:
+                raise CommandError(str(failed)) from None
             urls = ", ".join(f"http://{host}:{p}/" for p in ports)
             grpc = f", gRPC on {grpc_address(host, grpc_port)}" if grpc_port else ""
             self.stdout.write(
@@ -327,7 +337,8 @@ class Command(BaseCommand):
                 supervisor.wait_started()
             except StartupFailed as failed:
                 raise CommandError(str(failed)) from None
-            self.say(f"serve: started; supervising {len(children)} processes ({status_file})")
+            if not supervisor.stopping:
+                self.say(f"serve: started; supervising {len(children)} processes ({status_file})")
             if supervisor.supervise() != 0:
                 sys.exit(1)
         finally:
