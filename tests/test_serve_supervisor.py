@@ -198,6 +198,10 @@ def test_healthz_shows_every_child_of_serve(serve):
     assert processes["supervisor"] == serve.proc.pid
     for child in processes["children"]:
         assert child["state"] == "running" and alive(child["pid"]), child
+    if os.environ.get("DATABASE_URL", "").startswith("postgres"):  # on the suite's server
+        worker = next(c["pid"] for c in processes["children"] if c["name"] == "worker-1")
+        with open(f"/proc/{worker}/environ", "rb") as environ:
+            assert b"DATABASE_URL=postgres" in environ.read()
 
 
 def _answers(host: str, port: int) -> bool:
