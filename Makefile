@@ -8,6 +8,8 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 # web processes sharing PORT in `make run` (one per core of a 2-core machine; docs/production.md)
 WEB ?= 2
+# the gRPC binding's port in `make run` (0: none; `make scale-out` uses 50052)
+GRPC_PORT ?= 50051
 PG_URL ?= postgres://postgres@127.0.0.1:5432/taskdeck
 REDIS ?= redis://127.0.0.1:6379/0
 
@@ -92,10 +94,11 @@ run: $(STAMP)
 	@mkdir -p var
 	@test -s var/dev-secret-key || $(PY) -c "import secrets; print(secrets.token_urlsafe(50))" > var/dev-secret-key
 	@export DJANGO_SECRET_KEY="$$(cat var/dev-secret-key)" TASKDECK_DEBUG=$${TASKDECK_DEBUG:-1}; \
-	  $(PY) manage.py serve --host $(HOST) --port $(PORT) --check >/dev/null && \
+	  $(PY) manage.py serve --host $(HOST) --port $(PORT) --grpc-port $(GRPC_PORT) --check >/dev/null && \
 	  $(PY) manage.py migrate --noinput -v0 && \
 	  $(PY) manage.py seed_demo --force --url http://$(HOST):$(PORT) && \
-	  exec $(PY) manage.py serve --host $(HOST) --port $(PORT) --web $(WEB) --workers 2
+	  exec $(PY) manage.py serve --host $(HOST) --port $(PORT) --web $(WEB) --workers 2 \
+	    --grpc-port $(GRPC_PORT)
 
 ## Scale-out on one machine: PostgreSQL + Redis (DATABASE_URL / REDIS_URL below), two web
 ## processes on 8001 and 8002, the gRPC binding on 50052 (`make run`'s is on 50051, so both

@@ -154,6 +154,10 @@ class Taskdeck(Section):
     web_url = Url(
         "TASKDECK_WEB_URL", "", "where the web processes listen, for processes with no request"
     )
+    # `serve` names its status file to its children; /healthz shows it (a2a/supervision.py)
+    serve_status = Text(
+        "TASKDECK_SERVE_STATUS", "", "set by `serve`: the file where it says how its children are"
+    )
     anonymous_scopes = Names(
         "TASKDECK_ANONYMOUS_SCOPES", [], "scopes of callers without an API key (none: refused)"
     )

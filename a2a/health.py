@@ -13,6 +13,12 @@ and ages only, never task data; nobody may cache it (`Cache-Control: no-store`):
     {"status": "ok" | "lagging", "database": "ok",
      "projection": {"lagSeconds": 0.012, "dueRows": 3, "dueTasks": 2, "mode": "thread"}}
 
+Under `manage.py serve` the answer also carries `"processes"`: what the supervisor last
+wrote about its children (a2a/supervision.py: each child's name, pid, state and restarts;
+"ok", "restarting", "degraded" when one was given up on, "gone" when the supervisor itself
+died). It does not change the HTTP status: this process answers, so it can serve; a dead
+worker is for an operator to see, not a reason to take the web out of rotation.
+
 HTTP 200 whenever the database answers, lagging or not: the projection's backlog is one
 table every server shares, so draining one server for it would only move its load to the
 others. `"lagging"` past LAG_WARN_SECONDS. HTTP 503 (`"database": "unavailable"`) when the
@@ -33,6 +39,7 @@ from django.views.decorators.http import require_safe
 
 from a2a import conf
 from a2a.models import ProjectionDue
+from a2a.supervision import read_status
 
 log = logging.getLogger(__name__)
 
@@ -75,9 +82,10 @@ def healthz(request: HttpRequest) -> JsonResponse:
         lag = projection_lag()
     except DatabaseError as exc:
         log.warning("health check: the database did not answer: %s", exc)
+        status = 503
         body = {"status": "unavailable", "database": "unavailable", "projection": {"mode": mode}}
-        response = JsonResponse(body, status=503)
     else:
+        status = 200
         body = {
             "status": "lagging" if lag.seconds > LAG_WARN_SECONDS else "ok",
             "database": "ok",
@@ -88,6 +96,8 @@ def healthz(request: HttpRequest) -> JsonResponse:
                 "mode": mode,
             },
         }
-        response = JsonResponse(body)
+    if (processes := read_status(conf.TASKDECK.serve_status)) is not None:
+        body["processes"] = processes
+    response = JsonResponse(body, status=status)
     response["Cache-Control"] = "no-store"
     return response

@@ -2,8 +2,12 @@
 agents are configured to be hosted) the ACP host's supervisor, as one command.
 
 `make run` uses it so one command gives a working Taskdeck. Each part is its own process
-(as in a scale-out deployment); if one dies unexpectedly the others are stopped and the
-command exits non-zero rather than limping on without, say, a scheduler. Separate
+(as in a scale-out deployment), supervised (dashboard/supervisor.py): a port already taken
+stops it before anything starts, naming the port; a child that exits during start-up stops
+all, naming the child; one that dies later is restarted with backoff, and given up on when
+it keeps dying (all stop only when no web process is left); SIGTERM or Ctrl+C stops every
+child within --stop-grace. Its children's state is in a status file that /healthz shows
+(a2a/supervision.py; docs/production.md, "Processes"). Separate
 processes need no service to hear each other at once: on SQLite with the in-memory
 layer they wake each other over UNIX sockets in var/wake/ (a2a/localwake.py): a new job
 reaches an idle worker, and a worker's change the web process's streams, blocking sends
@@ -20,13 +24,12 @@ data to whoever gets one, so a non-loopback --host is refused (turn DEBUG off fo
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import os
 import signal
 import socket
-import subprocess
 import sys
-import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -34,6 +37,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from a2a import skills
+from dashboard.supervisor import FD, Child, Policy, StartupFailed, Supervisor
 
 MANAGE = str(Path(settings.BASE_DIR) / "manage.py")
 
@@ -61,14 +65,18 @@ def refuse_public_debug(host: str) -> None:
         )
 
 
-def listen(host: str, port: int) -> socket.socket:
-    """A listening TCP socket of one of the web processes that share a port (`--web N`).
+def bound(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to `port` for one of the web processes that share it (`--web N`),
+    not yet listening: the web process listens on it once its application is loaded.
 
     Each gets its own socket, all bound with SO_REUSEPORT: the kernel spreads incoming
-    connections over them evenly. (One socket accepted from by all, tried first, let the
-    process that woke first take most of a burst of connections: 2 processes served 283
-    GetTask/s against 248 for one.) Made here, before the children, so that Daphne needs
-    no port-sharing option of its own."""
+    connections over the listening ones evenly. (One socket accepted from by all, tried
+    first, let the process that woke first take most of a burst of connections: 2
+    processes served 283 GetTask/s against 248 for one.) Made here, before the child, so
+    that Daphne needs no port-sharing option of its own. Only a listening socket takes
+    connections, so one whose process is still loading Django gets none, and a dead
+    process's socket leaves the group with it (`serve` keeps no copy): meanwhile the
+    others take every connection, and a restarted process gets a new socket."""
     family, kind, proto, _, address = socket.getaddrinfo(
         host.strip("[]"), port, type=socket.SOCK_STREAM
     )[0]
@@ -76,9 +84,29 @@ def listen(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     sock.bind(address)
-    sock.listen(1024)
     sock.set_inheritable(True)
     return sock
+
+
+def refuse_taken(host: str, port: int, what: str) -> None:
+    """Stop before anything starts when `port` is taken, naming it and who wanted it.
+
+    Bound without SO_REUSEPORT, so a listener that set it (another `serve --web N`, a
+    gRPC server) still counts as taking the port; SO_REUSEADDR so that connections of a
+    stopped server still in TIME_WAIT do not."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host.strip("[]"), port, type=socket.SOCK_STREAM
+    )[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise CommandError(
+                f"port {port} ({what}) on {host} is not free: {exc.strerror}. Stop what "
+                f"listens there (`ss -ltnp 'sport = :{port}'` shows it) or choose another "
+                "port; nothing was started."
+            ) from exc
 
 
 def grpc_address(host: str, port: int) -> str:
@@ -103,24 +131,29 @@ def child_environment(
     return env
 
 
-# Runs as the web process before Daphne replaces it: the inherited socket becomes
-# descriptor 3 and the environment names it, as systemd's socket activation does.
+# Runs as the web process: the inherited socket becomes descriptor 3 and the environment
+# names it, as systemd's socket activation does; the application is loaded (Django set up),
+# then the socket listens, then Daphne runs in this process (argv: fd, Daphne's arguments).
 ADOPT = (
-    "import os, sys; fd = int(sys.argv[1]); os.dup2(fd, 3); os.close(fd); "
+    "import os, socket, sys; fd = int(sys.argv[1]); os.dup2(fd, 3); os.close(fd); "
     "os.environ.update(LISTEN_PID=str(os.getpid()), LISTEN_FDS='1', LISTEN_FDNAMES='web'); "
-    "os.execv(sys.executable, [sys.executable, *sys.argv[2:]])"
+    "import importlib; sys.path.insert(0, '.'); "
+    "importlib.import_module(sys.argv[-1].split(':')[0]); "
+    "s = socket.socket(fileno=3); s.listen(1024); s.detach(); "
+    "from daphne.cli import CommandLineInterface; CommandLineInterface().run(sys.argv[2:])"
 )
 
 
-def adopting(listening: socket.socket, application: str) -> list[str]:
-    """A Daphne command that serves on the inherited `listening` socket, handed over as
-    systemd's socket activation does it (Twisted reads that, endpoint `systemd:`):
-    LISTEN_PID must name the process itself, known only once it runs, hence ADOPT, which
-    sets it and execs Daphne in its place. (Daphne's own `--fd` builds an `fd:` endpoint
-    this Twisted no longer has.)"""
-    domain = "INET6" if listening.family == socket.AF_INET6 else "INET"
-    daphne = ["-m", "daphne", "-e", f"systemd:domain={domain}:index=0", application]
-    return [sys.executable, "-c", ADOPT, str(listening.fileno()), *daphne]
+def adopting(fd: str, family: int, application: str) -> list[str]:
+    """A Daphne command that serves on the inherited socket `fd` (bound, not listening),
+    handed over as systemd's socket activation does it (Twisted reads that, endpoint
+    `systemd:`): LISTEN_PID must name the process itself, known only once it runs, hence
+    ADOPT, which sets it, loads `application`, listens and runs Daphne's command line in
+    the same process. (Daphne's own `--fd` builds an `fd:` endpoint this Twisted no longer
+    has.)"""
+    domain = "INET6" if family == socket.AF_INET6 else "INET"
+    daphne = ["-e", f"systemd:domain={domain}:index=0", application]
+    return [sys.executable, "-c", ADOPT, fd, *daphne]
 
 
 class Command(BaseCommand):
@@ -156,6 +189,44 @@ class Command(BaseCommand):
         parser.add_argument(
             "--check", action="store_true", help="check the options and exit, starting nothing"
         )
+        d = Policy()
+        parser.add_argument(
+            "--restart-backoff",
+            type=float,
+            default=d.backoff,
+            help=f"seconds before a dead child is restarted, doubling with each further death "
+            f"within --give-up-window (default {d.backoff:g})",
+        )
+        parser.add_argument(
+            "--restart-backoff-max",
+            type=float,
+            default=d.backoff_max,
+            help=f"the longest backoff (default {d.backoff_max:g})",
+        )
+        parser.add_argument(
+            "--give-up-after",
+            type=int,
+            default=d.give_up_after,
+            help=f"exits within --give-up-window after which a child is no longer restarted "
+            f"(default {d.give_up_after})",
+        )
+        parser.add_argument(
+            "--give-up-window", type=float, default=d.window, help=f"(default {d.window:g} s)"
+        )
+        parser.add_argument(
+            "--startup-seconds",
+            type=float,
+            default=d.startup_seconds,
+            help="a child must stay up this long (and its port answer) for start-up to end; "
+            f"an exit before that stops all (default {d.startup_seconds:g})",
+        )
+        parser.add_argument(
+            "--stop-grace",
+            type=float,
+            default=d.stop_grace,
+            help=f"on SIGTERM/SIGINT, seconds before children still running get SIGKILL "
+            f"(default {d.stop_grace:g})",
+        )
 
     def handle(
         self,
@@ -167,6 +238,12 @@ class Command(BaseCommand):
         grpc_port: int,
         acp_hosts: int | None,
         check: bool,
+        restart_backoff: float,
+        restart_backoff_max: float,
+        give_up_after: int,
+        give_up_window: float,
+        startup_seconds: float,
+        stop_grace: float,
         **options,
     ):
         refuse_public_debug(host)
@@ -175,75 +252,98 @@ class Command(BaseCommand):
         ports = [int(p) for p in str(port).split(",") if p.strip()]
         if grpc_port < 0 or (grpc_port and grpc_port in ports):
             raise CommandError(f"--grpc-port {grpc_port} must be 0 or a port no web process uses")
+        if give_up_after < 1 or min(restart_backoff, give_up_window, stop_grace) < 0:
+            raise CommandError("--give-up-after must be at least 1, the times at least 0")
         if check:
             grpc = f", gRPC on port {grpc_port}" if grpc_port else ""
             self.stdout.write(
                 f"ok: would serve on {host} (DEBUG {'on' if settings.DEBUG else 'off'}){grpc}"
             )
             return
-        commands: dict[str, list[str]] = {}
-        shared: list[socket.socket] = []  # held open here for as long as the web processes run
-        inherits: dict[str, tuple[int, ...]] = {}
+        for p in ports:
+            refuse_taken(host, p, "web, --port")
+        if grpc_port:
+            refuse_taken(host, grpc_port, "gRPC, --grpc-port")
+        children: list[Child] = []
         for p in ports:
             if web == 1:
                 daphne = [sys.executable, "-m", "daphne", "-b", host, "-p", str(p)]
-                commands[f"web-{p}"] = [*daphne, "dashboard.asgi:application"]
+                children.append(
+                    Child(
+                        f"web-{p}",
+                        [*daphne, "dashboard.asgi:application"],
+                        binds=(host, p),
+                        essential=True,
+                    )
+                )
                 continue
             for i in range(web):
-                listening = listen(host, p)
-                shared.append(listening)
-                name = f"web-{p}-{i + 1}"
-                commands[name] = adopting(listening, "dashboard.asgi:application")
-                inherits[name] = (listening.fileno(),)
+                family = socket.getaddrinfo(host.strip("[]"), p, type=socket.SOCK_STREAM)[0][0]
+                children.append(
+                    Child(
+                        f"web-{p}-{i + 1}",
+                        adopting(FD, family, "dashboard.asgi:application"),
+                        listener=functools.partial(bound, host, p),
+                        essential=True,
+                    )
+                )
         for i in range(workers):
             # the poll is only the fallback: the doorbell starts a new job at once
-            commands[f"worker-{i + 1}"] = [
+            children.append(Child(f"worker-{i + 1}", [
                 sys.executable, MANAGE, "run_worker", "--interval", "1", "--no-reload",
-            ]  # fmt: skip
-        commands["scheduler"] = [sys.executable, MANAGE, "run_scheduler"]
+            ]))  # fmt: skip
+        children.append(Child("scheduler", [sys.executable, MANAGE, "run_scheduler"]))
         if acp_hosts is None:
             acp_hosts = 1 if skills.hosted() else 0  # the host registers them (a2a.skills)
         for i in range(acp_hosts):  # hosted ACP agents' sessions (a2a/acp_host)
-            commands[f"acp-host-{i + 1}"] = [sys.executable, MANAGE, "run_acp_host"]
+            children.append(Child(f"acp-host-{i + 1}", [sys.executable, MANAGE, "run_acp_host"]))
         if grpc_port:
-            commands["grpc"] = [
+            children.append(Child("grpc", [
                 sys.executable, MANAGE, "run_grpc", "--host", host, "--port", str(grpc_port),
-            ]  # fmt: skip
+            ], binds=(host, grpc_port)))  # fmt: skip
         env = child_environment(host, grpc_port, os.environ, web_port=ports[0])
-        # own sessions: a Ctrl+C reaches only this command, which stops each child once
-        procs = {
-            name: subprocess.Popen(
-                cmd, start_new_session=True, pass_fds=inherits.get(name, ()), env=env
-            )
-            for name, cmd in commands.items()
-        }
-        urls = ", ".join(f"http://{host}:{p}/" for p in ports)
-        grpc = f", gRPC on {grpc_address(host, grpc_port)}" if grpc_port else ""
-        self.stdout.write(
-            f"Taskdeck on {urls} ({web} web process{'es' if web > 1 else ''} per port{grpc}) "
-            f"with {workers} workers and a scheduler "
-            f"(pids {', '.join(f'{n}={p.pid}' for n, p in procs.items())})"
+        status_file = Path(settings.VAR_DIR) / f"serve-status-{ports[0]}.json"
+        env["TASKDECK_SERVE_STATUS"] = str(status_file)
+        supervisor = Supervisor(
+            children,
+            env=env,
+            policy=Policy(
+                backoff=restart_backoff,
+                backoff_max=restart_backoff_max,
+                give_up_after=give_up_after,
+                window=give_up_window,
+                startup_seconds=startup_seconds,
+                stop_grace=stop_grace,
+            ),
+            log=self.say,
+            status_file=status_file,
         )
-        stopping = False
-
-        def stop(signum, frame):
-            nonlocal stopping
-            stopping = True
-
-        signal.signal(signal.SIGINT, stop)
-        signal.signal(signal.SIGTERM, stop)
-        failed = None
-        while not stopping and failed is None:
-            failed = next((n for n, p in procs.items() if p.poll() is not None), None)
-            time.sleep(0.5)
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in procs.values():
+        signal.signal(signal.SIGINT, supervisor.stop)
+        signal.signal(signal.SIGTERM, supervisor.stop)
+        try:
             try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        if failed is not None:
-            self.stderr.write(f"{failed} exited with {procs[failed].returncode}; stopped all")
-            sys.exit(1)
+                supervisor.spawn()
+            except StartupFailed as failed:
+                raise CommandError(str(failed)) from None
+            urls = ", ".join(f"http://{host}:{p}/" for p in ports)
+            grpc = f", gRPC on {grpc_address(host, grpc_port)}" if grpc_port else ""
+            self.stdout.write(
+                f"Taskdeck on {urls} ({web} web process{'es' if web > 1 else ''} per port"
+                f"{grpc}) with {workers} workers and a scheduler "
+                f"(pids {', '.join(f'{c.name}={c.proc.pid}' for c in children)})"
+            )
+            self.stdout.flush()
+            try:
+                supervisor.wait_started()
+            except StartupFailed as failed:
+                raise CommandError(str(failed)) from None
+            if not supervisor.stopping:
+                self.say(f"serve: started; supervising {len(children)} processes ({status_file})")
+            if supervisor.supervise() != 0:
+                sys.exit(1)
+        finally:
+            supervisor.close()
+
+    def say(self, line: str) -> None:
+        self.stderr.write(line)
+        self.stderr.flush()
