@@ -136,11 +136,18 @@ _LOG_LINES = 15
 
 
 def pytest_collection_modifyitems(config, items):
-    """`postgres`-marked tests skip on SQLite; on the PostgreSQL run nothing may skip them."""
+    """`postgres`-marked tests skip on SQLite; on the PostgreSQL run nothing may skip them.
+    `any_database`-marked tests (what they test does not touch the suite's database) run
+    in the SQLite lane only: the PostgreSQL lane, the longer one, would repeat them."""
     on_postgres = connection.vendor == "postgresql"
     if os.environ.get("TASKDECK_EXPECT_POSTGRES") == "1" and not on_postgres:
         raise pytest.UsageError("TASKDECK_EXPECT_POSTGRES=1 but the database is not PostgreSQL")
-    if not on_postgres:
+    if on_postgres:
+        once = pytest.mark.skip(reason="does not depend on the database: the SQLite lane runs it")
+        for item in items:
+            if "any_database" in item.keywords:
+                item.add_marker(once)
+    else:
         skip = pytest.mark.skip(reason="needs PostgreSQL (run with DATABASE_URL=postgres://…)")
         for item in items:
             if "postgres" in item.keywords:

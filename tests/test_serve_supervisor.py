@@ -6,9 +6,9 @@ child within the grace. /healthz shows what the supervisor knows (a2a/supervisio
 
 One `serve` (two web processes, two workers, scheduler, gRPC, ACP host) is shared by
 the module's tests; its last test stops it with SIGTERM. Backoffs are short
-(--restart-backoff) so nothing waits long. Its database is SQLite in a temporary var dir,
-or, when the suite runs on PostgreSQL (DATABASE_URL), a database of its own beside the test
-database, with the suite's Redis. Everything is awaited by polling with a deadline.
+(--restart-backoff) so nothing waits long. Its database is SQLite in a temporary var dir, in the
+SQLite lane only (`any_database`): supervising processes does not depend on the database,
+and the PostgreSQL lane is the longer one. Everything is awaited by polling with a deadline.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ import pytest
 from dashboard.supervisor import Child, Policy, StartupFailed, Supervisor
 
 ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.any_database
 
 
 def wait_for(what: str, check: Callable[[], Any], within: float) -> Any:
@@ -64,29 +66,8 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _database(environ: dict[str, str]) -> Iterator[dict[str, str]]:
-    """The serve's database settings: SQLite in its var dir, or a PostgreSQL database of
-    its own (created, migrated by the caller, dropped after) when the suite runs on one."""
-    url = os.environ.get("DATABASE_URL", "")
-    if not url.startswith("postgres"):
-        yield {}
-        return
-    import psycopg
-
-    base, name = url.rsplit("/", 1)
-    name = f"{name}_serve"
-    with psycopg.connect(f"{base}/postgres", autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield {"DATABASE_URL": f"{base}/{name}", "REDIS_URL": os.environ.get("REDIS_URL", "")}
-    finally:
-        with psycopg.connect(f"{base}/postgres", autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 @pytest.fixture(scope="module")
-def environment(tmp_path_factory) -> Iterator[dict[str, str]]:
+def environment(tmp_path_factory) -> dict[str, str]:
     var = tmp_path_factory.mktemp("serve")
     env = {
         k: v
@@ -100,14 +81,12 @@ def environment(tmp_path_factory) -> Iterator[dict[str, str]]:
         TASKDECK_ALLOWED_HOSTS="127.0.0.1",
         TASKDECK_VAR_DIR=str(var),
     )
-    for database in _database(env):
-        env.update({k: v for k, v in database.items() if v})
-        migrated = subprocess.run(
-            [sys.executable, str(ROOT / "manage.py"), "migrate", "--noinput", "-v0"],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
-        assert migrated.returncode == 0, migrated.stderr
-        yield env
+    migrated = subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), "migrate", "--noinput", "-v0"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert migrated.returncode == 0, migrated.stderr
+    return env
 
 
 @dataclass
@@ -198,10 +177,6 @@ def test_healthz_shows_every_child_of_serve(serve):
     assert processes["supervisor"] == serve.proc.pid
     for child in processes["children"]:
         assert child["state"] == "running" and alive(child["pid"]), child
-    if os.environ.get("DATABASE_URL", "").startswith("postgres"):  # on the suite's server
-        worker = next(c["pid"] for c in processes["children"] if c["name"] == "worker-1")
-        with open(f"/proc/{worker}/environ", "rb") as environ:
-            assert b"DATABASE_URL=postgres" in environ.read()
 
 
 def _answers(host: str, port: int) -> bool:
