@@ -89,6 +89,7 @@ class Peer:
         self.opted_in = opted_in
         self.forms = forms
         self.log_path = log
+        self.proc: Any = None  # the agent's process, once spawned
         self.command = command or [sys.executable, str(ROOT / "manage.py"), "acp"]
         self.updates: list[tuple[str, dict[str, Any]]] = []  # (sessionId, update)
         self.errors: list[str] = []  # updates a client of this kind would refuse
@@ -145,6 +146,12 @@ class Peer:
                 self._hook(conn)
                 opened.set_result(None)
                 await self._stop.wait()
+        except ProcessLookupError:
+            # The SDK's shutdown waits 2 s for the agent to exit after closing its stdin,
+            # then terminates it; an agent that exited in between (a loaded machine) makes
+            # terminate() raise ProcessLookupError (acp/transports.py). It is gone: closed.
+            if self.proc is None or self.proc.returncode is None:
+                raise
         except Exception as exc:
             if not opened.done():
                 opened.set_exception(exc)
