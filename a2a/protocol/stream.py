@@ -330,15 +330,17 @@ async def follow(sp: StreamPlan) -> AsyncIterator[tuple[int | None, dict[str, An
     Waking up: a `Listener` on the task's group (a2a.notify) ends each wait early;
     otherwise the log is polled every STREAM_POLL_SECONDS.
 
-    A run of the task in this process (an inline agent's, started by this very send:
-    a2a.work.running_here) is waited for itself first, at most one poll interval, as a
-    blocking send waits for it (a2a.runtime.settle): its events are then read in one
-    batch instead of once per commit. And the log is read once before the stream joins
-    the task's group: a stream whose end is already in the log (that run finished it, or
-    a reconnecting client asked for the rest of an ended task) never joins the channel
-    layer at all. Once joined, the log is read again at once, so a commit between that
-    first read and the join is not left to the poll. Either way every item is read from
-    the log, in order, after its commit."""
+    While this process runs the task (an inline agent's run, started by this very send:
+    a2a.work.running_here), the stream waits for the run itself, as a blocking send does
+    (a2a.runtime.settle), reading the log when it ends and at least every poll interval
+    meanwhile: a run that ends the turn costs its stream one read of the log and no
+    channel-layer membership, instead of a wake-up and a read per commit; a longer one
+    shows its progress every poll interval. Otherwise, and once that run is over, the
+    stream joins the task's group, and it reads the log before joining: a stream whose
+    end is already in the log (a run finished it; a reconnecting client asked for the
+    rest of an ended task) never joins at all. After joining it reads again at once, so
+    a commit between that read and the join is not left to the poll. Every item is read
+    from the log, in order, after its commit."""
     poll = conf.TASKDECK.stream_poll_seconds
     news = Listener(group_name(sp.task_id))
     fetch = database_sync_to_async(events_after, thread_sensitive=False)
@@ -353,9 +355,12 @@ async def follow(sp: StreamPlan) -> AsyncIterator[tuple[int | None, dict[str, An
             yield cursor, sp.first
             if sp.ends_at(view_state(sp.first)):
                 return
-        if (run := work.running_here(sp.task_id)) is not None:
-            await work.run_ended(run, poll)
+        run = work.running_here(sp.task_id)
         idle = 0.0
+        if run is not None:  # its first events are yet to come: read when it ends
+            started = loop.time()
+            await work.run_ended(run, poll)
+            idle += loop.time() - started
         while True:
             if caller is not None and loop.time() >= check_at:
                 check_at = loop.time() + every
@@ -371,18 +376,20 @@ async def follow(sp: StreamPlan) -> AsyncIterator[tuple[int | None, dict[str, An
                 yield event_id, on_the_wire(item)
                 if ends:
                     return
-            if not joined:
+            if batch:
+                idle = 0.0
+            running = run is not None and not run.done()
+            if not running and not joined:
                 joined = True
                 await news.join()
                 continue  # read again now that a commit wakes this stream
-            if batch:
-                idle = 0.0
+            if batch and not running:
                 continue
             if idle >= KEEPALIVE_SECONDS:
                 idle = 0.0
                 yield KEEPALIVE
             started = loop.time()
-            await news.wait(poll)
+            await (work.run_ended(run, poll) if running else news.wait(poll))
             idle += loop.time() - started
     finally:
         await news.leave()
