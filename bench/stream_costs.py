@@ -6,6 +6,7 @@ queries (every thread's connections), thread hops (executor hand-offs of the eve
 and SSE events per call. Prints figures; asserts nothing.
 
     .venv/bin/python bench/stream_costs.py [--scale-out] [--calls 100] [--binding jsonrpc|rest]
+        [--blocking] (a blocking SendMessage the same way, to compare)
         [--profile]  (yappi over all threads, CPU time; SORT=ttot|tsub, TOP=45)
         [--sql]      (the statements of a call, by shape)
 
@@ -39,6 +40,9 @@ def main() -> None:
     parser.add_argument("--scale-out", action="store_true", help="PostgreSQL + Redis")
     parser.add_argument("--calls", type=int, default=100)
     parser.add_argument("--binding", default="jsonrpc", choices=("jsonrpc", "rest"))
+    parser.add_argument(
+        "--blocking", action="store_true", help="a blocking SendMessage instead, to compare"
+    )
     parser.add_argument("--profile", action="store_true", help="yappi, all threads")
     parser.add_argument("--sql", action="store_true", help="print the statements of a call")
     args = parser.parse_args()
@@ -93,6 +97,9 @@ def main() -> None:
     asyncio.BaseEventLoop.run_in_executor = hop
 
     path = "/a2a/" if args.binding == "jsonrpc" else "/a2a/rest/message:stream"
+    if args.blocking:
+        path = "/a2a/" if args.binding == "jsonrpc" else "/a2a/rest/message:send"
+    method = "SendMessage" if args.blocking else "SendStreamingMessage"
 
     def request(i: int) -> bytes:
         message = {
@@ -102,7 +109,7 @@ def main() -> None:
         }
         params = {"message": message, "metadata": {"skill": "tck"}}
         if args.binding == "jsonrpc":
-            body = {"jsonrpc": "2.0", "id": i, "method": "SendStreamingMessage", "params": params}
+            body = {"jsonrpc": "2.0", "id": i, "method": method, "params": params}
         else:
             body = params
         return json.dumps(body).encode()
@@ -153,6 +160,9 @@ def main() -> None:
         return b"".join(chunks)
 
     def check(out: bytes) -> int:
+        if args.blocking:
+            assert b"TASK_STATE_COMPLETED" in out, out
+            return 1
         events = [json.loads(line[6:]) for line in out.decode().split("\n") if line[:6] == "data: "]
         last = events[-1].get("result") or events[-1]
         state = json.dumps(last)
@@ -189,7 +199,8 @@ def main() -> None:
             yappi.stop()
         n = args.calls
         mode = "PostgreSQL + Redis" if args.scale_out else "SQLite + in-memory layer"
-        print(f"Streaming send, {args.binding}, {mode}, {n} calls one at a time")
+        what = "Blocking send" if args.blocking else "Streaming send"
+        print(f"{what}, {args.binding}, {mode}, {n} calls one at a time")
         print(
             f"  CPU {cpu / n * 1000:.2f} ms/call (wall {wall / n * 1000:.1f} ms/call incl. 0.3 s"
             f" settle), queries {totals['queries'] / n:.1f}/call, thread hops "
