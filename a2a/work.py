@@ -89,8 +89,12 @@ def may_run_here() -> AbstractContextManager[object]:
 
 
 def running_here(task_id: str) -> asyncio.Future | None:
-    """In the event loop: this process's run of the task while it runs, else None."""
-    return _runner.running_here(task_id)
+    """In the event loop: this process's run of the task while it runs on this loop,
+    else None (a run on another loop of the process cannot be awaited here)."""
+    run = _runner.running_here(task_id)
+    if run is None or run.get_loop() is not asyncio.get_running_loop():
+        return None
+    return run
 
 
 async def run_ended(run: asyncio.Future, timeout: float) -> bool:

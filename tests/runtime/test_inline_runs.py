@@ -289,3 +289,28 @@ def test_a_runtime_bug_in_an_inline_run_frees_the_lease_and_the_sweep_requeues_i
     wait_state(task_id, "completed")
     wait_idle(task_id)
     assert jobs_for(task_id) == 1
+
+
+def test_only_the_event_loop_that_runs_a_task_is_told_of_its_run(runtime):
+    """A stream waits for this process's run of its task (a2a.work.running_here) only on
+    the loop that runs it: a waiter on another loop of the process could not await it,
+    and follows the task by its announcements instead."""
+    from a2a import work
+
+    task_id = taken_here()
+
+    async def elsewhere() -> object:
+        return work.running_here(task_id)
+
+    async def scenario() -> tuple[object, object]:
+        inline._start(task_id)  # as the call's thread queues it on its loop
+        run = work.running_here(task_id)
+        other = await asyncio.to_thread(asyncio.run, elsewhere())
+        assert run is not None
+        await run
+        return other, work.running_here(task_id)
+
+    other, after = asyncio.run(scenario())
+    assert other is None and after is None  # and none once the run is over
+    assert state(task_id) == "completed"
+    wait_idle(task_id)
