@@ -314,3 +314,36 @@ def test_only_the_event_loop_that_runs_a_task_is_told_of_its_run(runtime):
     assert other is None and after is None  # and none once the run is over
     assert state(task_id) == "completed"
     wait_idle(task_id)
+
+
+def test_a_stream_whose_inline_run_fails_follows_the_workers_retry_to_the_end(runtime, monkeypatch):
+    """The run the stream waited for ended without ending the stream (a database fault
+    handed it back): the stream then follows the task by its announcements, through the
+    worker's retry, to the completion."""
+    from contextlib import aclosing
+
+    from a2a.lifecycle import Dialect
+    from a2a.protocol import stream
+
+    async def fault(task_id: str, *, fresh: bool = False) -> str:
+        raise OperationalError("the database restarted")
+
+    monkeypatch.setattr(executor, "run_slice", fault)  # this process's run only
+    task_id = taken_here()
+    plan = stream.plan(task_id, Dialect.RFC, None)
+
+    async def follow() -> list[dict]:
+        inline._start(task_id)  # as the call's thread queues it on its loop
+        items = []
+        async with aclosing(stream.follow(plan)) as following:
+            async for got in following:
+                if got != stream.KEEPALIVE:
+                    items.append(got[1])
+        return items
+
+    items = asyncio.run(asyncio.wait_for(follow(), 60))
+    assert items[0]["kind"] == "task" and items[0]["status"]["state"] == "submitted"
+    assert items[-1]["status"]["state"] == "completed" and items[-1]["final"] is True
+    assert "retrying" in events(task_id)
+    assert jobs_for(task_id) == 1  # the worker's retry, which the stream followed
+    wait_idle(task_id)
