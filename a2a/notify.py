@@ -224,9 +224,17 @@ class _Relay:
             for payload in payloads:
                 try:
                     item = json.loads(payload)
-                    news[str(item["group"])] = dict(item["message"])
+                    group = str(item["group"])
+                    message = dict(item["message"])
                 except (ValueError, KeyError, TypeError):
                     log.debug("ignored a malformed local wake-up: %r", payload[:200])
+                    continue
+                # Only news some Listener here waits for is handed to the loops: every
+                # commit of every process arrives here, and a hand-over wakes a busy
+                # loop. One that joins just after this check misses nothing (it reads
+                # the database after joining: `listened_here`).
+                if listened_here(layer, group):
+                    news[group] = message
             for loop in list(self.loops):
                 if loop.is_closed():
                     self.loops.discard(loop)

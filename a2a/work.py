@@ -18,9 +18,14 @@ at once, and no task is run in the caller's process.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+
+
+def _nothing_here(task_id: str) -> asyncio.Future | None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -33,12 +38,15 @@ class Runner:
       settled within `timeout` seconds (None: the configured TASKDECK BLOCKING_SEND_SECONDS);
     - `may_run_here()`: a context manager around a blocking or streaming send's handler,
       in its thread: a task the handler creates may be run in this process, so the send
-      waits for that run instead of a hand-off to a worker.
+      waits for that run instead of a hand-off to a worker;
+    - `running_here(task_id)`: in the event loop, this process's run of the task while it
+      runs (a future of the loop, done when the run ends), else None.
     """
 
     settled: Callable[[str], bool]
     until_settled: Callable[[str, float | None], Awaitable[bool]]
     may_run_here: Callable[[], AbstractContextManager[object]]
+    running_here: Callable[[str], asyncio.Future | None] = _nothing_here
 
 
 def _always(task_id: str) -> bool:
@@ -78,3 +86,19 @@ def until_settled(task_id: str, timeout: float | None = None) -> Awaitable[bool]
 def may_run_here() -> AbstractContextManager[object]:
     """Around a blocking or streaming send's handler (see `Runner.may_run_here`)."""
     return _runner.may_run_here()
+
+
+def running_here(task_id: str) -> asyncio.Future | None:
+    """In the event loop: this process's run of the task while it runs on this loop,
+    else None (a run on another loop of the process cannot be awaited here)."""
+    run = _runner.running_here(task_id)
+    if run is None or run.get_loop() is not asyncio.get_running_loop():
+        return None
+    return run
+
+
+async def run_ended(run: asyncio.Future, timeout: float) -> bool:
+    """Wait for `run` (from `running_here`) at most `timeout` seconds: True if it ended.
+    The run is never cancelled by the waiter (a caller who hangs up leaves it running)."""
+    done, _ = await asyncio.wait({run}, timeout=timeout)
+    return bool(done)

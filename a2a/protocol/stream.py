@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from channels.db import database_sync_to_async
 from django.db import transaction
 
-from a2a import access, conf
+from a2a import access, conf, work
 from a2a.auth import revalidate_seconds, still_valid
 from a2a.errors import TaskNotFound
 from a2a.event_kinds import STATUS_KINDS, EventKind, is_agent_text
@@ -54,6 +54,7 @@ class StreamPlan:
     # who the stream is for: the binding re-checks the caller's key while it streams
     visible_to: Actor | None = None
     dialect: Dialect = Dialect.RFC  # the pause dialect its items are written in
+    context_id: str | None = None  # the task's (its items carry it): not read again per batch
 
     def ends_at(self, state: str) -> bool:
         return state in (TERMINAL if self.until_terminal else FINAL_STATES)
@@ -72,9 +73,13 @@ def plan(
     artifact append sent again would double its part) and nothing is lost. A task
     `visible_to` may not see is not found."""
     if last_event_id is not None:
-        if not access.visible(Task.objects.filter(pk=task_id), visible_to).exists():
+        mine = access.visible(Task.objects.filter(pk=task_id), visible_to)
+        context_id = mine.values_list("context_id", flat=True).first()
+        if context_id is None:
             raise TaskNotFound(task_id)
-        return StreamPlan(task_id, last_event_id, None, until_terminal, visible_to, dialect)
+        return StreamPlan(
+            task_id, last_event_id, None, until_terminal, visible_to, dialect, context_id
+        )
     for _ in range(CONSISTENT_READ_ATTEMPTS):
         # The task, its messages and its artifacts are read by three statements, each of
         # which sees what was committed when it ran: a change committed between them (an
@@ -82,20 +87,37 @@ def plan(
         # twice. Every change bumps the version, so an unchanged version after the reads
         # proves they saw one state; otherwise read again.
         view = get_task(task_id, visible_to=visible_to)
-        if Task.objects.filter(pk=task_id, version=view.task.version).exists():
+        if _AT_VERSION.first(id=task_id, version=view.task.version):
             break
     else:
         with transaction.atomic():  # a task changing faster than it can be read: hold it
             Task.objects.select_for_update().filter(pk=task_id).exists()
             view = get_task(task_id, visible_to=visible_to)
-    cursor = (
-        TaskEvent.objects.filter(task_id=task_id, task_version__lte=view.task.version)
-        .order_by("-id")
-        .values_list("id", flat=True)
-        .first()
-    ) or 0
+    last = _LAST_EVENT_UP_TO.first(task=task_id, version=view.task.version)
+    cursor = last[0] if last else 0
     first = wire.task(view, dialect)
-    return StreamPlan(task_id, cursor, first, until_terminal, visible_to, dialect)
+    return StreamPlan(
+        task_id, cursor, first, until_terminal, visible_to, dialect, view.task.context_id
+    )
+
+
+# Read by every streaming send and subscription: compiled once (a2a/prepared.py says why).
+_AT_VERSION = Prepared(
+    lambda id, version: Task.objects.filter(pk=id, version=version).values_list("pk")[:1],
+    "id",
+    "version",
+    ints=("version",),
+)
+_LAST_EVENT_UP_TO = Prepared(
+    lambda task, version: (
+        TaskEvent.objects.filter(task_id=task, task_version__lte=version)
+        .order_by("-id")
+        .values_list("id")[:1]
+    ),
+    "task",
+    "version",
+    ints=("version",),
+)
 
 
 EVENTS_PER_READ = 200
@@ -111,9 +133,17 @@ _EVENTS_AFTER = Prepared(
 
 
 def events_after(
-    task_id: str, cursor: int, dialect: Dialect, limit: int = EVENTS_PER_READ
+    task_id: str,
+    cursor: int,
+    dialect: Dialect,
+    limit: int = EVENTS_PER_READ,
+    *,
+    context_id: str | None = None,
 ) -> list[tuple[int, dict[str, Any], bool]]:
-    """(event id, A2A event, final) for the task's events after `cursor`; three queries."""
+    """(event id, A2A event, final) for the task's events after `cursor`: one query when
+    there are none; else also the task's row (not when the caller knows its `context_id`,
+    all the items need of it), the messages the events carry and the artifacts they add,
+    each only when some event needs it."""
     events = (
         _EVENTS_AFTER.fetch(task=task_id, cursor=cursor)
         if limit == EVENTS_PER_READ and type(cursor) is int
@@ -121,17 +151,28 @@ def events_after(
     )
     if not events:
         return []
-    task = task_row(task_id)
-    if task is None:
-        raise Task.DoesNotExist(task_id)
-    seqs = {e.data.get("messageSeq") for e in events if e.data.get("messageSeq")}
-    messages = {m.seq: m for m in Message.objects.filter(task_id=task_id, seq__in=seqs)}
+    if context_id is None:
+        row = task_row(task_id)
+        if row is None:
+            raise Task.DoesNotExist(task_id)
+        context_id = row.context_id
+    seqs = {seq for e in events if (seq := e.data.get("messageSeq"))}
+    if not seqs:
+        messages = {}
+    elif len(seqs) == 1 and type(seq := next(iter(seqs))) is int:
+        messages = {m.seq: m for m in _MESSAGE.fetch(task=task_id, seq=seq)}
+    else:
+        messages = {m.seq: m for m in Message.objects.filter(task_id=task_id, seq__in=seqs)}
     artifact_ids = {e.data.get("artifactId") for e in events if e.kind == EventKind.ARTIFACT_ADDED}
-    artifacts = {
-        a.artifact_id: a
-        for a in Artifact.objects.filter(task_id=task_id, artifact_id__in=artifact_ids)
-    }
-    read = _Read(task, messages, artifacts, dialect)
+    artifacts = (
+        {
+            a.artifact_id: a
+            for a in Artifact.objects.filter(task_id=task_id, artifact_id__in=artifact_ids)
+        }
+        if artifact_ids
+        else {}
+    )
+    read = _Read(_TaskIds(task_id, context_id), messages, artifacts, dialect)
     out: list[tuple[int, dict[str, Any], bool]] = []
     for e in events:
         item = ITEMS.get(e.kind, _not_streamed)(e, read)
@@ -140,11 +181,27 @@ def events_after(
     return out
 
 
+_MESSAGE = Prepared(
+    lambda task, seq: Message.objects.filter(task_id=task, seq=seq),
+    "task",
+    "seq",
+    ints=("seq",),
+)
+
+
+@dataclass(frozen=True)
+class _TaskIds:
+    """What the items say of their task (as wire.message reads a Task: id, context_id)."""
+
+    id: str
+    context_id: str
+
+
 @dataclass(frozen=True)
 class _Read:
     """What `events_after` read for a batch of events, and the dialect they are shown in."""
 
-    task: Task
+    task: _TaskIds
     messages: dict[int, Message]
     artifacts: dict[str, Artifact]
     dialect: Dialect
@@ -271,7 +328,19 @@ async def follow(sp: StreamPlan) -> AsyncIterator[tuple[int | None, dict[str, An
     the cursor — or KEEPALIVE / REVOKED. `final` is set on the item that ends the stream.
 
     Waking up: a `Listener` on the task's group (a2a.notify) ends each wait early;
-    otherwise the log is polled every STREAM_POLL_SECONDS."""
+    otherwise the log is polled every STREAM_POLL_SECONDS.
+
+    While this process runs the task (an inline agent's run, started by this very send:
+    a2a.work.running_here), the stream waits for the run itself, as a blocking send does
+    (a2a.runtime.settle), reading the log when it ends and at least every poll interval
+    meanwhile: a run that ends the turn costs its stream one read of the log and no
+    channel-layer membership, instead of a wake-up and a read per commit; a longer one
+    shows its progress every poll interval. Otherwise, and once that run is over, the
+    stream joins the task's group, and it reads the log before joining: a stream whose
+    end is already in the log (a run finished it; a reconnecting client asked for the
+    rest of an ended task) never joins at all. After joining it reads again at once, so
+    a commit between that read and the join is not left to the poll. Every item is read
+    from the log, in order, after its commit."""
     poll = conf.TASKDECK.stream_poll_seconds
     news = Listener(group_name(sp.task_id))
     fetch = database_sync_to_async(events_after, thread_sensitive=False)
@@ -280,20 +349,25 @@ async def follow(sp: StreamPlan) -> AsyncIterator[tuple[int | None, dict[str, An
     cursor = sp.cursor
     caller, every = sp.visible_to, revalidate_seconds()
     check_at = loop.time() + every
+    joined = False
     try:
-        await news.join()
         if sp.first is not None:
             yield cursor, sp.first
             if sp.ends_at(view_state(sp.first)):
                 return
+        run = work.running_here(sp.task_id)
         idle = 0.0
+        if run is not None:  # its first events are yet to come: read when it ends
+            started = loop.time()
+            await work.run_ended(run, poll)
+            idle += loop.time() - started
         while True:
             if caller is not None and loop.time() >= check_at:
                 check_at = loop.time() + every
                 if not await valid(caller):
                     yield REVOKED
                     return
-            batch = await fetch(sp.task_id, cursor, sp.dialect)
+            batch = await fetch(sp.task_id, cursor, sp.dialect, context_id=sp.context_id)
             for event_id, item, _ in batch:
                 cursor = event_id
                 ends = item.get("kind") == "status-update" and sp.ends_at(item["_state"])
@@ -304,12 +378,18 @@ async def follow(sp: StreamPlan) -> AsyncIterator[tuple[int | None, dict[str, An
                     return
             if batch:
                 idle = 0.0
+            running = run is not None and not run.done()
+            if not running and not joined:
+                joined = True
+                await news.join()
+                continue  # read again now that a commit wakes this stream
+            if batch and not running:
                 continue
             if idle >= KEEPALIVE_SECONDS:
                 idle = 0.0
                 yield KEEPALIVE
             started = loop.time()
-            await news.wait(poll)
+            await (work.run_ended(run, poll) if running else news.wait(poll))
             idle += loop.time() - started
     finally:
         await news.leave()

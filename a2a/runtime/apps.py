@@ -29,6 +29,7 @@ class RuntimeConfig(AppConfig):
                 settled=settle.settled,
                 until_settled=settle.until_settled,
                 may_run_here=inline.wanted,
+                running_here=inline.running,
             )
         )
         # a worker's beat names the job it runs (scheduler.reclaim_jobs reads it)

@@ -4,8 +4,10 @@ reader who sees only their own tenant's tasks."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
-from django.db import connection
+from django.db import connection, connections
 from django.db.models import Prefetch
 from django.test.utils import CaptureQueriesContext
 
@@ -234,3 +236,36 @@ def test_a_resume_reads_the_suspension_the_orm_reads(make_task):
     with CaptureQueriesContext(connection) as reads:
         assert current_suspension(working) is None
     assert len(reads) == 0
+
+
+def test_every_connection_converts_what_it_reads_as_the_orm_does(busy_task):
+    """A prepared read finds its converters (JSON, times on SQLite) once per connection:
+    the same read again, and on another thread's connection, still gives the ORM's
+    values, related objects included."""
+    expected = _orm_view(busy_task.id, None)
+
+    def read() -> list:
+        view = selectors.get_task(busy_task.id)
+        return [
+            _fields(view.task),
+            _fields(view.task.status_message),
+            [_fields(m) for m in view.history],
+            [_fields(a) for a in view.artifacts],
+        ]
+
+    def read_in_a_thread() -> list:
+        try:
+            return [read(), read()]
+        finally:
+            connections.close_all()
+
+    want = [
+        _fields(expected.task),
+        _fields(expected.task.status_message),
+        [_fields(m) for m in expected.history],
+        [_fields(a) for a in expected.artifacts],
+    ]
+    assert read() == want and read() == want
+    with ThreadPoolExecutor(1) as pool:
+        assert pool.submit(read_in_a_thread).result() == [want, want]
+    assert read() == want

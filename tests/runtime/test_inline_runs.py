@@ -5,7 +5,11 @@ a process that then died is not lost (the lease expires, a worker runs it)."""
 from __future__ import annotations
 
 import asyncio
+import gc
+import itertools
+import json
 import uuid
+from collections.abc import Iterator
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -18,7 +22,14 @@ from a2a.models import Task
 from a2a.runtime import executor, inline, leases
 from a2a.runtime.models import RunLease
 from tests.conftest import CLIENT
-from tests.runtime.conftest import idle, settle_tasks, stream_tck, wait_idle, wait_state
+from tests.runtime.conftest import (
+    idle,
+    settle_tasks,
+    state,
+    stream_tck,
+    wait_idle,
+    wait_state,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 V10 = {"A2A-Version": "1.0"}
@@ -60,6 +71,86 @@ def test_a_streaming_send_to_an_inline_agent_streams_the_run_of_the_web_process(
     assert kinds.count("artifactUpdate") == 1  # every event once, in order, to the end
     assert results[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
     assert (RunLease.objects.get(task_id=task_id).job_id, jobs_for(task_id)) == (None, 0)
+
+
+def open_stream10(rpc, message_id: str):
+    """A 1.0 SendStreamingMessage to the conformance agent, its response left open: the
+    caller reads its SSE lines (`sse_results`) and closes it."""
+    message = {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": "go"}]}
+    params = {"message": message, "metadata": {"skill": "tck"}}
+    body = {"jsonrpc": "2.0", "id": 7, "method": "SendStreamingMessage", "params": params}
+    headers = {"Authorization": f"Bearer {rpc.token}", **V10}
+    return rpc.http.stream("POST", "/a2a/", json=body, headers=headers, timeout=30)
+
+
+def sse_frames(response) -> Iterator[tuple[str | None, str]]:
+    """(SSE id, data) of each event of a response, as they arrive."""
+    event_id = None
+    for line in response.iter_lines():
+        if line.startswith("id: "):
+            event_id = line[4:]
+        elif line.startswith("data: "):
+            yield event_id, line[6:]
+            event_id = None
+
+
+@pytest.mark.parametrize(
+    ("scenario", "end"),
+    [
+        ("tck-complete-task", "TASK_STATE_COMPLETED"),
+        ("tck-stream-artifact-chunked", "TASK_STATE_COMPLETED"),
+        ("tck-message-response", "TASK_STATE_COMPLETED"),
+        ("tck-reject-task", "TASK_STATE_FAILED"),
+        ("tck-input-required", "TASK_STATE_INPUT_REQUIRED"),
+    ],
+)
+def test_a_stream_of_an_inline_run_is_its_log_to_the_end_byte_for_byte(runtime, rpc, scenario, end):
+    """However the stream waits for the run (the run itself, then the channel layer), what
+    it sends is the task's log: the same frames, in order, as a subscriber reconnecting
+    from the first event gets, the last one ending the stream with the run's outcome."""
+    with open_stream10(rpc, f"{scenario}-{uuid.uuid4().hex[:8]}") as response:
+        frames = list(sse_frames(response))
+    first = json.loads(frames[0][1])["result"]["task"]
+    last = json.loads(frames[-1][1])["result"]["statusUpdate"]
+    assert last["status"]["state"] == end  # and the response ended there
+    ids = [int(i) for i, _ in frames[1:]]
+    assert ids == sorted(set(ids))
+    body = {"jsonrpc": "2.0", "id": 7, "method": "SubscribeToTask", "params": {"id": first["id"]}}
+    headers = {"Authorization": f"Bearer {rpc.token}", "Last-Event-ID": frames[0][0], **V10}
+    with rpc.http.stream("POST", "/a2a/", json=body, headers=headers, timeout=30) as response:
+        # a subscription goes on past a turn's end (input-required): read as many events
+        replay = list(itertools.islice(sse_frames(response), len(frames) - 1))
+    assert replay == frames[1:]
+    assert jobs_for(first["id"]) == 0  # the web process ran it
+
+
+def test_a_stream_shows_a_long_inline_run_while_it_runs_and_ends_with_its_cancel(runtime, rpc):
+    """A stream waits for an inline run only so long (one poll interval): a run that goes
+    on shows its progress while it runs, and the stream ends when the task does."""
+    with open_stream10(rpc, f"test-resubscribe-message-id-{uuid.uuid4().hex[:8]}") as response:
+        frames = sse_frames(response)
+        task_id = json.loads(next(frames)[1])["result"]["task"]["id"]
+        working = json.loads(next(frames)[1])["result"]["statusUpdate"]
+        assert working["status"]["state"] == "TASK_STATE_WORKING"
+        # shown while the run is still in its 11 s step: it holds the lease, nothing ended
+        assert state(task_id) == "working" and not idle(task_id)
+        rpc("CancelTask", {"id": task_id}, headers=V10)
+        rest = [json.loads(data)["result"] for _, data in frames]
+    assert rest[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_CANCELED"  # then it ended
+    wait_idle(task_id)  # the run saw the cancel and let the task go itself
+    assert jobs_for(task_id) == 0
+
+
+def test_a_client_hanging_up_while_its_stream_waits_for_the_run_leaves_the_run_going(runtime, rpc):
+    with open_stream10(rpc, f"test-resubscribe-message-id-{uuid.uuid4().hex[:8]}") as response:
+        task_id = json.loads(next(sse_frames(response))[1])["result"]["task"]["id"]
+    # the stream is gone (within its wait for the run); the run goes on in its step
+    wait_state(task_id, "working")
+    assert not idle(task_id)
+    rpc("CancelTask", {"id": task_id}, headers=V10)
+    wait_idle(task_id)  # released by the run itself on the cancel: it was still running
+    assert jobs_for(task_id) == 0
+    assert events(task_id).count("started") == 1
 
 
 def test_the_run_starts_when_the_calls_thread_ends_whatever_the_caller_does_next(runtime):
@@ -199,3 +290,64 @@ def test_a_runtime_bug_in_an_inline_run_frees_the_lease_and_the_sweep_requeues_i
     wait_state(task_id, "completed")
     wait_idle(task_id)
     assert jobs_for(task_id) == 1
+
+
+def test_only_the_event_loop_that_runs_a_task_is_told_of_its_run(runtime):
+    """A stream waits for this process's run of its task (a2a.work.running_here) only on
+    the loop that runs it: a waiter on another loop of the process could not await it,
+    and follows the task by its announcements instead."""
+    from a2a import work
+
+    task_id = taken_here()
+
+    async def elsewhere() -> object:
+        return work.running_here(task_id)
+
+    async def scenario() -> tuple[object, object]:
+        inline._start(task_id)  # as the call's thread queues it on its loop
+        run = work.running_here(task_id)
+        other = await asyncio.to_thread(asyncio.run, elsewhere())
+        assert run is not None
+        await run
+        return other, work.running_here(task_id)
+
+    other, after = asyncio.run(scenario())
+    assert other is None and after is None  # and none once the run is over
+    assert state(task_id) == "completed"
+    wait_idle(task_id)
+
+
+def test_a_stream_whose_inline_run_fails_follows_the_workers_retry_to_the_end(runtime, monkeypatch):
+    """The run the stream waited for ended without ending the stream (a database fault
+    handed it back): the stream then follows the task by its announcements, through the
+    worker's retry, to the completion."""
+    from contextlib import aclosing
+
+    from a2a.lifecycle import Dialect
+    from a2a.protocol import stream
+
+    async def fault(task_id: str, *, fresh: bool = False) -> str:
+        raise OperationalError("the database restarted")
+
+    monkeypatch.setattr(executor, "run_slice", fault)  # this process's run only
+    task_id = taken_here()
+    plan = stream.plan(task_id, Dialect.RFC, None)
+
+    async def follow() -> list[dict]:
+        inline._start(task_id)  # as the call's thread queues it on its loop
+        items = []
+        async with aclosing(stream.follow(plan)) as following:
+            async for got in following:
+                if got != stream.KEEPALIVE:
+                    items.append(got[1])
+        return items
+
+    items = asyncio.run(asyncio.wait_for(follow(), 60))
+    # the loop's pooled threads are gone; their connections close when collected (a
+    # PostgreSQL session left open would keep the test database from being dropped)
+    gc.collect()
+    assert items[0]["kind"] == "task" and items[0]["status"]["state"] == "submitted"
+    assert items[-1]["status"]["state"] == "completed" and items[-1]["final"] is True
+    assert "retrying" in events(task_id)
+    assert jobs_for(task_id) == 1  # the worker's retry, which the stream followed
+    wait_idle(task_id)
