@@ -47,7 +47,7 @@ from django.utils import timezone
 from a2a import conf
 from a2a.event_kinds import STATUS_KINDS, EventKind, is_agent_text
 from a2a.lifecycle import Dialect
-from a2a.models import TaskEvent
+from a2a.models import Task, TaskEvent
 from a2a.prepared import Prepared
 from a2a.protocol import stream as streaming
 
@@ -254,9 +254,8 @@ def _pump(config_pk: int, token: str, deadline: float) -> Outcome:
     PushConfig.objects.filter(pk=config_pk).update(kicked_at=None)
     while True:
         config = PushConfig.objects.filter(pk=config_pk).first()  # it may change meanwhile
-        if config is None:
+        if config is None or not _scan(config):
             return Outcome("gone")
-        _scan(config)
         head = (
             PushDelivery.objects.filter(config_id=config_pk, status=PushDelivery.Status.PENDING)
             .order_by("event_id")
@@ -275,8 +274,15 @@ def _pump(config_pk: int, token: str, deadline: float) -> Outcome:
             return Outcome("waiting", head.next_attempt_at, scheduled=True)
 
 
-def _scan(config: PushConfig) -> None:
-    """Record deliveries for the config's events past `scanned_through`."""
+def _scan(config: PushConfig) -> bool:
+    """Record deliveries for the config's events past `scanned_through`. False when the
+    config was deleted meanwhile (nothing is recorded for it then).
+
+    The deliveries are written under the task's row lock, the lock every change of the
+    task's configs takes (a2a.push.services), with the config read again after it: a
+    config deleted since the pump read it is skipped. Without it, the insert raced the
+    delete — an IntegrityError at commit, for this job (a delivery pointing at a config
+    gone) or for the client's delete (its cascade had not seen the new deliveries)."""
     cursor = max(config.scanned_through, config.start_after)
     while True:
         rows = list(
@@ -286,23 +292,29 @@ def _scan(config: PushConfig) -> None:
             .values_list("id", "kind", "role")[:SCAN_BATCH]
         )
         if not rows:
-            return
+            return True
         now = timezone.now()
-        PushDelivery.objects.bulk_create(
-            [
-                PushDelivery(config=config, event_id=event_id, created_at=now, next_attempt_at=now)
-                for event_id, kind, role in rows
-                if deliverable(kind, role)
-            ],
-            ignore_conflicts=True,
-        )
         cursor = rows[-1][0]
-        PushConfig.objects.filter(pk=config.pk, scanned_through__lt=cursor).update(
-            scanned_through=cursor
-        )
+        with transaction.atomic():
+            Task.objects.select_for_update().filter(pk=config.task_id).values_list("pk").first()
+            if not PushConfig.objects.filter(pk=config.pk).exists():
+                return False
+            PushDelivery.objects.bulk_create(
+                [
+                    PushDelivery(
+                        config=config, event_id=event_id, created_at=now, next_attempt_at=now
+                    )
+                    for event_id, kind, role in rows
+                    if deliverable(kind, role)
+                ],
+                ignore_conflicts=True,
+            )
+            PushConfig.objects.filter(pk=config.pk, scanned_through__lt=cursor).update(
+                scanned_through=cursor
+            )
         config.scanned_through = cursor
         if len(rows) < SCAN_BATCH:
-            return
+            return True
 
 
 # --- One attempt ----------------------------------------------------------------------------

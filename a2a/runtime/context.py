@@ -23,7 +23,7 @@ from django.db import transaction
 
 from a2a import conf, selectors, services
 from a2a.conditions import parse_conditions
-from a2a.lifecycle import TERMINAL, State
+from a2a.lifecycle import TERMINAL, State, TransitionRefused
 from a2a.models import Suspension, Task
 from a2a.runtime import faults
 from a2a.runtime.faults import InfrastructureFault
@@ -83,6 +83,21 @@ def _state_allows(task: Task, *, interaction: bool) -> bool:
     if task.state == State.WORKING:
         return True
     return not interaction and services.accepts_output(task)
+
+
+def _refusal_stops(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` (an interaction the run opens after `_boundary` found the task working), with
+    a refusal turned into a Stop: that read held no lock, so a cancel or pause may have
+    committed since, and the service refused under the task's lock. The slice just ends —
+    whatever stopped the task has its own consequences; this is not an agent error."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except TransitionRefused as refused:
+            raise Stop(f"task is {refused.state.value}") from None
+
+    return call
 
 
 class AgentContext:
@@ -320,7 +335,7 @@ class AgentContext:
             request["fields"] = fields
         if description:
             request["description"] = description
-        await self._db(services.request_input)(
+        await self._db(_refusal_stops(services.request_input))(
             self.task_id, actor=self.actor, explanation=explanation or title, request=request
         )
         raise Stop("waiting for input")
@@ -376,7 +391,7 @@ class AgentContext:
         if status == "waiting":
             raise Stop("parked")
         await self._boundary(interaction=True)
-        await self._db(open_suspension)(seq)
+        await self._db(_refusal_stops(open_suspension))(seq)
         raise Stop("parked")
 
 

@@ -17,7 +17,7 @@ from django.db import close_old_connections, transaction
 from django.utils import timezone
 
 from a2a import conf, notify, selectors, services
-from a2a.errors import TaskError, TransitionRefused
+from a2a.errors import TaskError, TaskNotFound, TransitionRefused
 from a2a.formats import text_of
 from a2a.lifecycle import TERMINAL, State
 from a2a.models import Suspension, Task
@@ -134,7 +134,7 @@ def _snapshot(
         raise Task.DoesNotExist(task_id)
     first = fresh and task.state == State.SUBMITTED
     if task.state == State.SUBMITTED:
-        task = services.start_task(task_id, actor=services.Actor("agent", task.skill))
+        task = _start(task_id, task.skill)
     steps = {} if first else {s.seq: s for s in _STEPS.fetch(task=task_id)}
     transcript = [
         {**_message(m.role, m.parts), "messageId": m.message_id} for m in selectors.history(task_id)
@@ -149,6 +149,23 @@ def _snapshot(
         if task.state == State.WORKING:  # taken after a resume: no longer waiting for a worker
             task = services.note_pickup(task_id, actor=services.Actor("agent", "runtime")) or task
     return task, steps, transcript, resume
+
+
+class NothingToDo(Exception):
+    """The task is no longer runnable: the slice ends without running the agent."""
+
+
+def _start(task_id: str, skill: str) -> Task:
+    """Start a task read as submitted. The read was not under the task's lock (no lock is
+    held across a slice's reads), so a cancel, a pause or a rejection may have committed
+    since: the start is then refused under the lock, and the run has nothing to do — not
+    an error, and not a failed job (the change that stopped it woke whoever waits)."""
+    try:
+        return services.start_task(task_id, actor=services.Actor("agent", skill))
+    except TransitionRefused as refused:
+        raise NothingToDo(f"task is {refused.state.value}") from None
+    except TaskNotFound:
+        raise Task.DoesNotExist(task_id) from None
 
 
 def _message(role: str, parts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -228,6 +245,8 @@ async def run_slice(task_id: str, *, fresh: bool = False) -> str:
         task, steps, transcript, resume = await faults.in_db_thread(_snapshot)(task_id, fresh)
     except Task.DoesNotExist:
         return "task no longer exists"
+    except NothingToDo as nothing:
+        return f"nothing to do: {nothing}"
     actor = services.Actor("agent", task.skill or "agent")
     agent = registry.get(task.skill)
     if agent is None:

@@ -15,7 +15,7 @@ from datetime import timedelta
 
 import httpx
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
@@ -146,3 +146,93 @@ def test_an_event_is_owed_to_webhooks_in_its_own_transaction(quick, make_task):
     assert not PushDelivery.objects.filter(config=config).exists()
     services.start_task(task.id, actor=AGENT)
     assert PushDelivery.objects.filter(config=config).count() == 1
+
+
+def _owed_unscanned(config: PushConfig) -> None:
+    """The config's events recorded nowhere yet (as after a recording that failed): the
+    next pump finds them by scanning the task's log and records their deliveries."""
+    PushDelivery.objects.filter(config=config).delete()
+    PushConfig.objects.filter(pk=config.pk).update(scanned_through=0, kicked_at=None)
+
+
+def test_a_config_deleted_while_its_log_is_scanned_is_skipped(
+    quick, queued, make_task, monkeypatch
+):
+    """The pump read the config, then its client deleted it, then the scan records the
+    deliveries the log owes it: the scan finds the config gone and records nothing. (It
+    inserted them before: an IntegrityError at commit, and the job FAILED, issue 31.)"""
+    task = make_task("working")
+    config = push.set_config(task.id, push.ConfigInput(url="http://127.0.0.1:9/a"), version="0.3")
+    for i in range(3):
+        services.emit_text(task.id, f"line {i}", actor=AGENT)
+    _owed_unscanned(config)
+    scan = delivery._scan
+    errors: list[BaseException] = []
+
+    def delete_meanwhile() -> None:  # the client's delete, on its own connection
+        try:
+            assert push.delete_config(task.id, config.config_id, actor=None)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    def scan_after_a_delete(scanned: PushConfig) -> bool:
+        thread = threading.Thread(target=delete_meanwhile)
+        thread.start()
+        thread.join(60)
+        assert not thread.is_alive() and not errors, errors
+        return scan(scanned)
+
+    monkeypatch.setattr(delivery, "_scan", scan_after_a_delete)
+    assert delivery.run(config.pk) == "gone"
+    assert not PushConfig.objects.filter(pk=config.pk).exists()
+    assert not PushDelivery.objects.exists()
+
+
+def _delete_and_pump_at_once(task_id: str, config: PushConfig) -> dict[str, object]:
+    """The client's delete and a delivery job, released together on two connections;
+    what each returned (or raised)."""
+    barrier = threading.Barrier(2)
+    results: dict[str, object] = {}
+
+    def run(name: str, call) -> threading.Thread:
+        def body() -> None:
+            try:
+                barrier.wait()
+                results[name] = call()
+            except BaseException as exc:  # asserted on by the test
+                results[name] = exc
+            finally:
+                connection.close()
+
+        return threading.Thread(target=body)
+
+    threads = [
+        run("job", lambda: delivery.run(config.pk)),
+        run("delete", lambda: push.delete_config(task_id, config.config_id, actor=None)),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return results
+
+
+@pytest.mark.postgres
+def test_configs_deleted_while_their_jobs_scan_are_deleted_and_skipped(quick, queued, make_task):
+    """Deletes and scans at the same instant, on separate connections, ten times: each
+    delete succeeds (with any deliveries a scan recorded just before it) and each job ends
+    without an error, whichever commits first."""
+    for round_ in range(10):
+        task = make_task("working")
+        config = push.set_config(
+            task.id, push.ConfigInput(url="http://127.0.0.1:9/a"), version="0.3"
+        )
+        for i in range(30):
+            services.emit_text(task.id, f"line {i}", actor=AGENT)
+        _owed_unscanned(config)
+        results = _delete_and_pump_at_once(task.id, config)
+        assert results["delete"] is True, (round_, results)
+        assert results["job"] in ("gone", "waiting", "idle"), (round_, results)
+        assert not PushDelivery.objects.filter(config_id=config.pk).exists()

@@ -69,6 +69,10 @@ def _env() -> dict[str, str]:
     return env
 
 
+# How long a process may take to start serving (wait_serving): far above the 10-20 s a
+# Django process took at a load average of 10-19, never reached when all is well.
+STARTUP_SECONDS = 120.0
+
 # The processes get SIGTERM when this test process dies (util-linux's setpriv sets
 # PR_SET_PDEATHSIG, then execs the command): a killed pytest (Ctrl+C twice, a CI timeout)
 # would otherwise leave its workers and scheduler polling a test database for ever.
@@ -85,14 +89,33 @@ class Processes:
         self.scheduler: subprocess.Popen | None = None
 
     def _spawn(self, name: str, *args: str) -> subprocess.Popen:
-        log = open(self.log_dir / f"{name}-{time.monotonic_ns()}.log", "w")  # noqa: SIM115
-        return subprocess.Popen(
+        path = self.log_dir / f"{name}-{time.monotonic_ns()}.log"
+        log = open(path, "w")  # noqa: SIM115
+        proc = subprocess.Popen(
             [*DIE_WITH_US, sys.executable, str(ROOT / "manage.py"), *args],
             cwd=ROOT,
             env={**_env(), **self.env},
             stdout=log,
             stderr=subprocess.STDOUT,
         )
+        proc.log_path = path  # type: ignore[attr-defined]
+        return proc
+
+    def wait_serving(self, proc: subprocess.Popen, line: str) -> subprocess.Popen:
+        """Until `proc` has written `line` (its start-up line: it serves from then on).
+
+        Why: starting a Django process takes ~1 s on an idle machine and 10-20 s at a load
+        average of 10-19 on 2 cores (issue 31). A test that waits for what the process
+        does must not count its start-up against that wait's bound; it waits for the
+        start-up here, with a bound of its own, and fails at once if the process died."""
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while line not in proc.log_path.read_text(errors="replace"):  # type: ignore[attr-defined]
+            if proc.poll() is not None:
+                raise AssertionError(f"{proc.args[-3:]} exited with {proc.returncode}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{proc.args[-3:]} not serving after {STARTUP_SECONDS} s")
+            time.sleep(0.05)
+        return proc
 
     def start_worker(self) -> subprocess.Popen:
         # The doorbell starts new jobs at once (tests/runtime/test_wakeups.py); the poll is
@@ -103,9 +126,11 @@ class Processes:
         self.workers.append(proc)
         return proc
 
-    def start_scheduler(self) -> subprocess.Popen:
+    def start_scheduler(self, *, wait: bool = True) -> subprocess.Popen:
+        """A scheduler, returned once it ticks (its deadlines fire from then on); or at
+        once (`wait=False`) when nothing waits for it before the next process is up."""
         self.scheduler = self._spawn("scheduler", "run_scheduler", "--interval", "0.1")
-        return self.scheduler
+        return self.wait_serving(self.scheduler, "scheduler running") if wait else self.scheduler
 
     def kill(self, proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
         proc.send_signal(sig)

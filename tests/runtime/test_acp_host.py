@@ -35,7 +35,7 @@ from a2a.runtime.models import RunLease
 from a2a.runtime.settle import settled, until_settled
 from tests.conftest import CLIENT, user_message
 from tests.runtime import hosting
-from tests.runtime.conftest import Processes, wait_for, wait_state
+from tests.runtime.conftest import STARTUP_SECONDS, Processes, wait_for, wait_state
 
 OPERATOR = services.Actor("user", "operator")
 
@@ -49,9 +49,10 @@ class Host:
     supervisors: list
 
     def start_supervisor(self):
+        """A supervisor, returned once it serves (its start-up is not a test's to wait)."""
         proc = self.procs._spawn("acp-host", "run_acp_host")
         self.supervisors.append(proc)
-        return proc
+        return self.procs.wait_serving(proc, ": agents ")
 
     def replace_supervisor(self) -> None:
         """SIGKILL the oldest supervisor (no goodbye: its holds lapse) and start another."""
@@ -74,7 +75,7 @@ def host(runtime: Processes, tmp_path_factory) -> Iterator[Host]:
         # every process of a deployment reads the same configuration: the scheduler must
         # know these skills are the supervisors' (it would queue their runs for a worker)
         runtime.kill(runtime.scheduler, signal.SIGTERM)
-        runtime.start_scheduler()
+        runtime.start_scheduler(wait=False)  # starts while the supervisor does
         h = Host(procs=runtime, state_dir=state_dir, supervisors=[])
         h.start_supervisor()
         try:
@@ -87,7 +88,7 @@ def host(runtime: Processes, tmp_path_factory) -> Iterator[Host]:
             for key in fast:
                 runtime.env.pop(key)
             runtime.kill(runtime.scheduler, signal.SIGTERM)
-    runtime.start_scheduler()
+    runtime.start_scheduler(wait=False)
 
 
 @pytest.fixture
@@ -497,6 +498,13 @@ def test_a_request_for_the_file_system_is_refused_with_a_reason(hosted):
 
 def test_a_turn_silent_past_its_limit_is_cancelled_and_the_session_goes_on(hosted):
     task = hosted("rfc-impatient", "hang")
+    # The limit counts from the prompt, which is sent once the agent's process has started
+    # and opened its session: seconds on a loaded machine (a Python process importing the
+    # SDK), waited for on its own bound, not the cut-off's (issue 31).
+    wait_for(
+        lambda: HostedSession.objects.filter(task_id=task.id, consumed__gte=1).exists(),
+        STARTUP_SECONDS, "the agent's process to start and take the prompt",
+    )  # fmt: skip
     wait_for(
         lambda: TaskEvent.objects.filter(task_id=task.id, data__what="stalled").exists(),
         20, "the silent turn to be cut off",
