@@ -51,8 +51,18 @@ class Host:
     supervisors: list
 
     def start_supervisor(self):
+        """A supervisor, once it serves: on a loaded machine a new Django process takes
+        tens of seconds to start, which no test's wait for its agent should include."""
+        before = set(self.procs.log_dir.glob("acp-host-*.log"))
         proc = self.procs._spawn("acp-host", "run_acp_host")
         self.supervisors.append(proc)
+        (log,) = set(self.procs.log_dir.glob("acp-host-*.log")) - before
+        wait_for(
+            lambda: proc.poll() is not None or ": agents " in log.read_text(),
+            120,
+            "the supervisor to start",
+        )
+        assert proc.poll() is None, log.read_text()
         return proc
 
     def replace_supervisor(self) -> None:
