@@ -3,9 +3,10 @@ turn.
 
 The loop reads the task (one snapshot) whenever it is nudged — the supervisor's bell, its
 poll, the agent's own messages — and does what the task's state asks:
-- WORKING with a wakeup not served: a turn (a2a.acp_host.turns): hand the next user
-  message to the agent as `session/prompt` (marked consumed BEFORE it is sent: never
-  sent twice), or pass a resume on with `session/resume` (a2a.acp_host.pauses);
+- WORKING with a wakeup not served or a user message not handed over: a turn
+  (a2a.acp_host.turns): hand the next user message to the agent as `session/prompt`
+  (marked consumed BEFORE it is sent: never sent twice), or pass a resume on with
+  `session/resume` (a2a.acp_host.pauses); one message per turn, each in order;
 - paused by a client: the agent hears of it as it can (a2a.acp_host.pauses);
 - ended (canceled, failed...): cancel any turn, answer any permission as cancelled, stop.
 
@@ -65,6 +66,7 @@ class HostedRun:
         self.permissions = PermissionRequests(self)
         self.pauses = Pauses(self)
         self.finished = False
+        self.letting_go = False  # it hands its session back (not a takeover, if renew asks)
 
     # ----- the loop -----------------------------------------------------------------
 
@@ -97,6 +99,7 @@ class HostedRun:
             log.exception("hosted session of task %s failed", self.task_id)
         finally:
             await self.stop_process()
+            self.letting_go = True
             with contextlib.suppress(Exception):
                 await in_db(store.let_go)(self.task_id, self.me)
 
@@ -118,8 +121,12 @@ class HostedRun:
             await self.turns.watch()
             return
         await self.recorder.flush_text()
-        if snap.state in leases.RUNNABLE and snap.wakeups != snap.served:
-            await self.turns.next(snap)
+        # a message not handed over is work even if the counts say served (a lease
+        # written so by a version that let a turn serve messages it did not prompt)
+        if snap.state in leases.RUNNABLE and (
+            snap.wakeups != snap.served or snap.next_message is not None
+        ):
+            await self.turns.next()
 
     async def end(self, snap: store.Snapshot | None) -> None:
         """The task ended (canceled, failed, completed by someone): the agent stops."""

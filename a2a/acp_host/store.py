@@ -91,6 +91,7 @@ class Snapshot:
     served: int
     lease_owner: str
     next_message: Message | None  # the first user message not yet handed to the agent
+    more_messages: bool  # another one waits after it
     last_resumed: Suspension | None  # the newest suspension that ended by a resume
 
 
@@ -99,7 +100,7 @@ def snapshot(task_id: str, consumed: int) -> Snapshot | None:
     if task is None:
         return None
     lease = leases.counts(task_id) or {"wakeups": 0, "served": 0, "owner": ""}
-    nxt = None
+    waiting: list[Message] = []
     if task.state not in TERMINAL:
         # answers to input requests are the permissions' outcomes, never prompts
         answers = set(
@@ -107,11 +108,10 @@ def snapshot(task_id: str, consumed: int) -> Snapshot | None:
                 "data__messageSeq", flat=True
             )
         )
-        nxt = (
+        waiting = list(
             Message.objects.filter(task_id=task_id, role="user", seq__gt=consumed)
             .exclude(seq__in=[a for a in answers if isinstance(a, int)])
-            .order_by("seq")
-            .first()
+            .order_by("seq")[:2]
         )
     last = (
         Suspension.objects.filter(task_id=task_id, ending=Suspension.Ending.RESUMED)
@@ -124,7 +124,8 @@ def snapshot(task_id: str, consumed: int) -> Snapshot | None:
         wakeups=lease["wakeups"],
         served=lease["served"],
         lease_owner=lease["owner"],
-        next_message=nxt,
+        next_message=waiting[0] if waiting else None,
+        more_messages=len(waiting) > 1,
         last_resumed=last,
     )
 

@@ -100,6 +100,9 @@ class Supervisor:
     async def renew(self) -> None:
         lost = await in_db(store.renew)(self.me, list(self.runs))
         for task_id in lost:
+            run, _ = self.runs.get(task_id, (None, None))
+            if run is not None and run.letting_go:
+                continue  # its own session let it go (its task ended): the tick drops it
             log.warning("ACP host %s: the session of task %s was taken over", self.me, task_id)
             _, job = self.runs.pop(task_id, (None, None))
             if job is not None:

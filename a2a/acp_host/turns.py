@@ -50,19 +50,32 @@ class Turns:
         """Every message from the agent: it is alive."""
         self.last_heard = asyncio.get_running_loop().time()
 
-    async def next(self, snap: store.Snapshot) -> None:
-        """A wakeup not served yet: claim it and start the turn that serves it."""
+    async def next(self) -> None:
+        """Work not done yet (a wakeup not served, a message not handed over): claim the
+        run lease, then read what to do and start the turn that does it.
+
+        The task is read again AFTER the claim: a message and its wakeup commit together,
+        so every wakeup the claim counts has its message in this read. (Decided from the
+        loop's read before the claim, a message that landed between the two was counted
+        as served by a claim that found nothing to prompt, and was never sent.) A turn
+        that leaves messages waiting serves no wakeup: the lease is not settled (a
+        blocking send of a later message waits for its own turn) and its release asks for
+        the next turn."""
         run = self.run
-        served = await in_db(leases.claim)(run.task_id, run.me)
-        if served is None:
+        claimed = await in_db(leases.claim)(run.task_id, run.me)
+        if claimed is None:
             return  # not runnable after all, or a turn lease still held (a dead holder's)
+        snap = await in_db(store.snapshot)(run.task_id, run.row.consumed)
+        if snap is None or snap.state not in leases.RUNNABLE:
+            await run.release(claimed)  # it moved meanwhile (cancelled, paused): look again
+            return
         try:
             if snap.state == State.SUBMITTED:
                 await in_db(services.start_task)(run.task_id, actor=run.actor)
             elif snap.last_resumed is not None:  # ends "resumed, waiting for a worker"
                 await in_db(services.note_pickup)(run.task_id, actor=run.actor)
         except (TaskError, TransitionRefused):
-            await run.release(served)  # it moved meanwhile (cancelled, paused): look again
+            await run.release(claimed)  # it moved meanwhile (cancelled, paused): look again
             return
         try:
             await run.ensure_session()
@@ -70,9 +83,10 @@ class Turns:
             if faults.is_infrastructure(exc):
                 await in_db(leases.release)(run.task_id, None, run.me)
                 raise
-            await run.cannot_start(exc, served)
+            await run.cannot_start(exc, claimed)
             return
         last = snap.last_resumed
+        msg = snap.next_message
         if (
             last is not None
             and last.id != run.row.resumed_to_agent
@@ -80,12 +94,13 @@ class Turns:
         ):
             run.row.resumed_to_agent = last.id
             await in_db(store.save)(run.row, "resumed_to_agent")
+            served = snap.served if msg is not None else claimed
             await self.start(run.pauses.pass_resume(last), served, None)
-        elif snap.next_message is not None:
-            msg = snap.next_message
+        elif msg is not None:
+            served = snap.served if snap.more_messages else claimed
             await self.start(self.prompt(msg), served, msg.seq)
         else:
-            await run.release(served)
+            await run.release(claimed)
 
     async def prompt(self, msg: Any) -> str:
         run = self.run

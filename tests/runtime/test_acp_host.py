@@ -21,6 +21,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from a2a import services
@@ -126,11 +128,14 @@ def agent_texts(task_id: str) -> list[str]:
 
 
 def wait_text(task_id: str, text: str, timeout: float = 30) -> list[str]:
-    return wait_for(
-        lambda: (t := agent_texts(task_id)) and any(text in x for x in t) and t,
-        timeout,
-        f"the agent to say {text!r} (said {agent_texts(task_id)})",
-    )
+    try:
+        return wait_for(
+            lambda: (t := agent_texts(task_id)) and any(text in x for x in t) and t,
+            timeout,
+            f"the agent to say {text!r}",
+        )
+    except AssertionError as exc:  # what it said by then, not when the wait began
+        raise AssertionError(f"{exc} (said {agent_texts(task_id)})") from None
 
 
 def kinds(task_id: str) -> list[str]:
@@ -225,6 +230,37 @@ def test_a_message_sent_during_a_turn_is_prompted_after_a_permission_answer(host
     session = HostedSession.objects.get(task_id=task.id).session_id
     prompts = [line.split(" ", 2)[2] for line in host.prompts() if session in line]
     assert prompts == ["ask", "echo queued meanwhile"]  # the answer itself is no prompt
+
+
+def test_messages_that_arrive_together_are_each_prompted_in_order(hosted, host):
+    """Two messages counted before the session looks (here: in one transaction, as when
+    they arrive during a turn, or between the session's read of its task and its claim
+    of the run lease): each is a prompt of its own, and a blocking send of the second
+    returns only after its turn (the first turn serves only the first message)."""
+    task = hosted("rfc-agent", "echo first")
+    wait_text(task.id, "first")
+    wait_for(lambda: turn_over(task.id), 20, "the turn to end")
+    with transaction.atomic():
+        say(task.id, "echo second")
+        say(task.id, "echo third")
+    assert asyncio.run(until_settled(task.id, 30)) is True
+    assert agent_texts(task.id) == ["first", "second", "third"]
+    session = HostedSession.objects.get(task_id=task.id).session_id
+    prompts = [line.split(" ", 2)[2] for line in host.prompts() if session in line]
+    assert prompts == ["echo first", "echo second", "echo third"]
+
+
+def test_a_message_not_handed_over_is_prompted_though_its_wakeup_was_counted_served(hosted):
+    """A lease that says every wakeup was served while a message waits (as a claim that
+    counted a message landing just before it, but found nothing to prompt, left it before
+    the fix): the message is still the agent's next prompt."""
+    task = hosted("rfc-agent", "echo first")
+    wait_text(task.id, "first")
+    wait_for(lambda: turn_over(task.id), 20, "the turn to end")
+    with transaction.atomic():
+        say(task.id, "echo late")
+        RunLease.objects.filter(task_id=task.id).update(served=F("wakeups"))
+    assert wait_text(task.id, "late") == ["first", "late"]
 
 
 def test_an_agent_that_dies_while_asking_ends_the_task_and_withdraws_the_question(hosted, host):
