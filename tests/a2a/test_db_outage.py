@@ -35,6 +35,9 @@ postgres = pytest.mark.postgres
 KEEPALIVE = 0.3
 OUTAGE = 4.0  # a stream waits out this much outage, then ends with an error frame
 RESUME_BOUND = 10.0  # docs/production.md: a stream goes on within this after the database is back
+# A stream is never silent longer than KEEPALIVE: a read that waits this long means it hangs
+# (issue 31: it did, for 60 s and more)
+READ_TIMEOUT = 15
 ENV = {
     "TASKDECK_STREAM_KEEPALIVE_SECONDS": str(KEEPALIVE),
     "TASKDECK_STREAM_OUTAGE_SECONDS": str(OUTAGE),
@@ -148,15 +151,14 @@ def _rpc(http: httpx.Client, method: str, params: dict) -> httpx.Response:
 def _open_streams(http, stack, task_id):
     """A JSON-RPC tasks/resubscribe and an HTTP+JSON :subscribe on the task."""
     body = {"jsonrpc": "2.0", "id": 1, "method": "tasks/resubscribe", "params": {"id": task_id}}
-    rpc = stack.enter_context(http.stream("POST", "/a2a/", json=body, timeout=60))
+    rpc = stack.enter_context(http.stream("POST", "/a2a/", json=body, timeout=READ_TIMEOUT))
     rest = stack.enter_context(
-        http.stream("POST", f"/a2a/rest/tasks/{task_id}:subscribe", timeout=60)
+        http.stream("POST", f"/a2a/rest/tasks/{task_id}:subscribe", timeout=READ_TIMEOUT)
     )
     assert (rpc.status_code, rest.status_code) == (200, 200)
     return Frames(rpc), Frames(rest)
 
 
-@postgres
 def test_keepalive_comments_on_an_idle_stream(http):
     task = _working_task()
     with contextlib.ExitStack() as stack:
@@ -239,7 +241,11 @@ def _agui_run(http: httpx.Client, thread_id: str):
         "forwardedProps": {"skill": "approval"},
     }
     return http.stream(
-        "POST", "/agui/run", json=body, headers={"Accept": "text/event-stream"}, timeout=60
+        "POST",
+        "/agui/run",
+        json=body,
+        headers={"Accept": "text/event-stream"},
+        timeout=READ_TIMEOUT,
     )
 
 
