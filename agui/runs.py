@@ -368,11 +368,37 @@ async def _stream(run: RunAgentInput, actor: services.Actor) -> AsyncIterator[by
         try:  # the outcome first: it is the record; leaving the group is housekeeping
             await _in_pool(bridge.finish_run)(plan.run_id, outcome)
         except InfrastructureFault as fault:  # the stream must end all the same
-            log.warning(
-                "AG-UI run %s: its outcome %r was not recorded: %s", plan.run_id, outcome, fault
-            )
+            log.warning("AG-UI run %s: outcome %r recorded later: %s", plan.run_id, outcome, fault)
+            _record_later(plan.run_id, outcome)
         finally:
             tail.unregister(news)
+
+
+# A run's outcome the database could not take when its stream ended is tried again this long
+# (a run left without one keeps its task's AG-UI log from retention: agui.retention)
+RECORD_RETRY_SECONDS = 600.0
+_recording: set[asyncio.Task] = set()  # held, so that the loop does not drop them
+
+
+def _record_later(run_id: str, outcome: str) -> None:
+    """Record the run's outcome once the database is back, whatever the client does."""
+
+    async def retry() -> None:
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + RECORD_RETRY_SECONDS
+        while loop.time() < give_up:
+            await asyncio.sleep(OUTAGE_RETRY_SECONDS)
+            try:
+                await _in_pool(bridge.finish_run)(run_id, outcome)
+            except InfrastructureFault:
+                continue
+            log.warning("AG-UI run %s: outcome %r recorded", run_id, outcome)
+            return
+        log.error("AG-UI run %s: outcome %r never recorded (database down)", run_id, outcome)
+
+    task = asyncio.get_running_loop().create_task(retry())
+    _recording.add(task)
+    task.add_done_callback(_recording.discard)
 
 
 async def _woken(news: asyncio.Queue, timeout: float) -> None:

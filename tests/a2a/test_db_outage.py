@@ -27,6 +27,7 @@ from django.db import connection, connections
 
 from a2a import services
 from a2a.models import Task
+from agui.models import AguiRun
 from tests.conftest import AGENT, CLIENT, start_daphne, stop_daphne, user_message
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
@@ -296,3 +297,9 @@ def test_an_agui_run_ends_with_run_error_and_closes_when_the_outage_lasts(http, 
             assert frames.next() == ("end",)  # the connection closes after RUN_ERROR
         finally:
             outage.end()
+    # the outcome the database could not take then is recorded once it is back (a run left
+    # without one would keep its task's AG-UI log from retention)
+    deadline = time.monotonic() + RESUME_BOUND
+    while AguiRun.objects.get().outcome != "error":
+        assert time.monotonic() < deadline, "the run's outcome was never recorded"
+        time.sleep(0.1)
