@@ -167,6 +167,22 @@ class Taskdeck(Section):
         "a stream re-reads its task's log this often",
         more_than=0,
     )
+    # idle SSE streams (A2A's JSON-RPC and HTTP+JSON, AG-UI runs) send a comment this often
+    # so that proxies and clients can tell a quiet stream from a dead one
+    stream_keepalive_seconds = Number(
+        "TASKDECK_STREAM_KEEPALIVE_SECONDS",
+        15,
+        "an idle SSE stream sends a keep-alive comment this often",
+        more_than=0,
+    )
+    # a stream whose database is unreachable retries, sending keep-alives, for this long,
+    # then ends with an error frame (docs/production.md, "Database outages")
+    stream_outage_seconds = Number(
+        "TASKDECK_STREAM_OUTAGE_SECONDS",
+        30,
+        "how long a stream waits out a database outage before it ends with an error",
+        at_least=0,
+    )
     blocking_send_seconds = Number(
         "TASKDECK_BLOCKING_SEND_SECONDS",
         25,

@@ -23,6 +23,7 @@ import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 from ag_ui.core import (
@@ -51,7 +52,7 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 from pydantic import ValidationError
 
-from a2a import jsonsafe, services
+from a2a import conf, jsonsafe, services
 from a2a.auth import (
     Unauthenticated,
     authenticate,
@@ -59,6 +60,7 @@ from a2a.auth import (
     still_valid,
     user_actor,
 )
+from a2a.db_faults import InfrastructureFault, guarded, is_infrastructure
 from a2a.event_kinds import ENDING_KINDS
 from a2a.formats import text_of
 from a2a.lifecycle import PAUSED, State
@@ -217,17 +219,75 @@ def _last_words(
     ]
 
 
+KEEPALIVE = b": keepalive\n\n"
+# how often a run tries its read again while the database is unreachable
+OUTAGE_RETRY_SECONDS = 1.0
+UNAVAILABLE = "the database is unavailable; try again shortly"
+
+
+class _Outage(Exception):
+    """The database stayed unreachable for TASKDECK_STREAM_OUTAGE_SECONDS."""
+
+
+@dataclass(frozen=True)
+class _Read:
+    value: Any
+
+
+async def _through_outage(call, *args) -> AsyncIterator[bytes | _Read]:
+    """`call(*args)` (a guarded database read in a pooled thread) as `_Read(result)`, tried
+    again every OUTAGE_RETRY_SECONDS while the database is unreachable, with keep-alive
+    comments meanwhile; past TASKDECK_STREAM_OUTAGE_SECONDS, _Outage. The run's reads
+    are by its task's view version, so a read tried again misses and repeats nothing."""
+    loop = asyncio.get_running_loop()
+    settings = conf.TASKDECK
+    keepalive, outage = settings.stream_keepalive_seconds, settings.stream_outage_seconds
+    down_since = quiet_since = None
+    while True:
+        try:
+            result = await call(*args)
+        except InfrastructureFault as fault:
+            now = loop.time()
+            if down_since is None:
+                down_since = quiet_since = now
+                log.warning("AG-UI run: %s; retrying", fault)
+            if now - down_since >= outage:
+                raise _Outage from fault
+            if now - quiet_since >= keepalive:
+                quiet_since = now
+                yield KEEPALIVE
+            await asyncio.sleep(max(0.01, min(OUTAGE_RETRY_SECONDS, keepalive, outage)))
+            continue
+        if down_since is not None:
+            log.warning("AG-UI run: the database is back; goes on")
+        yield _Read(result)
+        return
+
+
+def _in_pool(fn):
+    return database_sync_to_async(guarded(fn), thread_sensitive=False)
+
+
 async def _stream(run: RunAgentInput, actor: services.Actor) -> AsyncIterator[bytes]:
     """The run's SSE body (the module's docstring lists what it sends): start the run,
     relay its task's AG-UI log until the task stops, then say how the run ended; the
-    outcome is recorded whatever happens (bridge.finish_run)."""
+    outcome is recorded whatever happens (bridge.finish_run) — unless the database is
+    down then: logged, and the stream still ends. Idle, it sends a keep-alive comment every
+    TASKDECK_STREAM_KEEPALIVE_SECONDS; a database outage is waited out (the reads are tried
+    again from where the run is) for TASKDECK_STREAM_OUTAGE_SECONDS, then RUN_ERROR
+    `unavailable` ends the run. After RUN_ERROR or RUN_FINISHED the body ends, so the
+    connection closes (issue 31: it used to stay open after RUN_ERROR)."""
     try:
         plan = await database_sync_to_async(bridge.start_run)(run, actor)
     except bridge.RunRefused as refused:
         yield _enc(RunErrorEvent(message=refused.message, code=refused.code))
         return
-    except Exception:
+    except Exception as exc:
         # Never leave the client's stream open without an answer.
+        if is_infrastructure(exc):
+            log.warning("AG-UI run for thread %s could not start: %s", run.thread_id, exc)
+            yield _enc(RunErrorEvent(message=UNAVAILABLE, code="unavailable"))
+            return
         log.exception("AG-UI run for thread %s could not start", run.thread_id)
         yield _enc(RunErrorEvent(message="the server failed to start the run", code="internal"))
         return
@@ -242,7 +302,11 @@ async def _stream(run: RunAgentInput, actor: services.Actor) -> AsyncIterator[by
                 thread_id=plan.thread_id, run_id=plan.run_id, protocol_version=PROTOCOL_VERSION
             )
         )
-        snapshot, resumed, held = await database_sync_to_async(_opening)(plan)
+        async for got in _through_outage(_in_pool(_opening), plan):
+            if isinstance(got, bytes):
+                yield got
+            else:
+                snapshot, resumed, held = got.value
         yield _enc(StateSnapshotEvent(snapshot=snapshot))
         for i in resumed:
             yield _enc(
@@ -250,41 +314,91 @@ async def _stream(run: RunAgentInput, actor: services.Actor) -> AsyncIterator[by
                     message_id=i.interrupt_id, activity_type=i.kind, content=i.content
                 )
             )
-        fetch = database_sync_to_async(_rows, thread_sensitive=False)
-        valid = database_sync_to_async(still_valid, thread_sensitive=False)
+        fetch, valid = _in_pool(_rows), _in_pool(still_valid)
         loop, every = asyncio.get_running_loop(), revalidate_seconds()
+        keepalive = conf.TASKDECK.stream_keepalive_seconds
         check_at = loop.time() + every
+        quiet_since = loop.time()
         while True:
             if loop.time() >= check_at:
+                async for got in _through_outage(valid, actor):
+                    if isinstance(got, bytes):
+                        yield got
+                    elif not got.value:  # the key was revoked while the run streamed
+                        outcome = "revoked"
+                        yield _enc(RunErrorEvent(message="the API key was revoked", code="revoked"))
+                        return
                 check_at = loop.time() + every
-                if not await valid(actor):  # the key was revoked while the run streamed
-                    outcome = "revoked"
-                    yield _enc(RunErrorEvent(message="the API key was revoked", code="revoked"))
-                    return
-            rows, state, caught_up = await fetch(plan.task_id, held)
+            async for got in _through_outage(fetch, plan.task_id, held):
+                if isinstance(got, bytes):
+                    yield got
+                    quiet_since = loop.time()
+                else:
+                    rows, state, caught_up = got.value
             for _, version, type_, event in rows:
                 held = version
+                quiet_since = loop.time()
                 for chunk in _relayed(type_, event):
                     yield chunk
             # stopped, and the view has every row up to the stop
             if state in STOPS and caught_up:
                 break
             if not rows:
-                await _woken(news, POLL)
-        ending = await database_sync_to_async(_ending)(plan.task_id)
+                if loop.time() - quiet_since >= keepalive:
+                    quiet_since = loop.time()
+                    yield KEEPALIVE
+                await _woken(news, max(0.01, min(POLL, keepalive)))
+        async for got in _through_outage(_in_pool(_ending), plan.task_id):
+            if isinstance(got, bytes):
+                yield got
+            else:
+                ending = got.value
         stopped, last_words = _last_words(plan, *ending)
         for event in last_words[:-1]:
             yield _enc(event)
         outcome = stopped  # recorded (finish_run) even if the client leaves now
         yield _enc(last_words[-1])
+    except _Outage:
+        log.warning("AG-UI run %s: the database stayed unavailable; RUN_ERROR", plan.run_id)
+        yield _enc(RunErrorEvent(message=UNAVAILABLE, code="unavailable"))
     except Exception:
         log.exception("AG-UI run %s failed", plan.run_id)
         yield _enc(RunErrorEvent(message="the server failed while running", code="internal"))
     finally:
         try:  # the outcome first: it is the record; leaving the group is housekeeping
-            await database_sync_to_async(bridge.finish_run)(plan.run_id, outcome)
+            await _in_pool(bridge.finish_run)(plan.run_id, outcome)
+        except InfrastructureFault as fault:  # the stream must end all the same
+            log.warning("AG-UI run %s: outcome %r recorded later: %s", plan.run_id, outcome, fault)
+            _record_later(plan.run_id, outcome)
         finally:
             tail.unregister(news)
+
+
+# A run's outcome the database could not take when its stream ended is tried again this long
+# (a run left without one keeps its task's AG-UI log from retention: agui.retention)
+RECORD_RETRY_SECONDS = 600.0
+_recording: set[asyncio.Task] = set()  # held, so that the loop does not drop them
+
+
+def _record_later(run_id: str, outcome: str) -> None:
+    """Record the run's outcome once the database is back, whatever the client does."""
+
+    async def retry() -> None:
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + RECORD_RETRY_SECONDS
+        while loop.time() < give_up:
+            await asyncio.sleep(OUTAGE_RETRY_SECONDS)
+            try:
+                await _in_pool(bridge.finish_run)(run_id, outcome)
+            except InfrastructureFault:
+                continue
+            log.warning("AG-UI run %s: outcome %r recorded", run_id, outcome)
+            return
+        log.error("AG-UI run %s: outcome %r never recorded (database down)", run_id, outcome)
+
+    task = asyncio.get_running_loop().create_task(retry())
+    _recording.add(task)
+    task.add_done_callback(_recording.discard)
 
 
 async def _woken(news: asyncio.Queue, timeout: float) -> None:

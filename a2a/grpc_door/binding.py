@@ -28,8 +28,8 @@ from google.protobuf.message import Message
 from a2a.auth import Unauthenticated, authenticate
 from a2a.lifecycle import Dialect
 from a2a.protocol import calls, wire10
-from a2a.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, ProtocolError
-from a2a.protocol.stream import KEEPALIVE, REVOKED, StreamPlan, follow
+from a2a.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, ProtocolError, unavailable
+from a2a.protocol.stream import KEEPALIVE, REVOKED, UNAVAILABLE, StreamPlan, follow
 
 from . import protojson
 from .metadata import ServiceParameters
@@ -101,6 +101,8 @@ def server_streaming(name: str, response: type[Message]) -> Callable[..., Any]:
                         continue
                     if got == REVOKED:
                         await abort(context, KEY_REVOKED)
+                    if got == UNAVAILABLE:  # the database stayed down: UNAVAILABLE
+                        await abort(context, unavailable())
                     _, item = got
                     yield protojson.message_of(wire10.stream_event(item), response)
         except grpc.aio.AbortError:

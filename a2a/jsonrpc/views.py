@@ -13,6 +13,7 @@ in `a2a.services` decide who wins.
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -20,17 +21,22 @@ from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHt
 from django.views.decorators.csrf import csrf_exempt
 
 from a2a.auth import Principal, Unauthenticated, authenticate
+from a2a.db_faults import discard_connections, is_infrastructure
 from a2a.protocol import agent_card, calls, http_bodies, wire10
 from a2a.protocol import stream as streaming
 from a2a.protocol.errors import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
+    from_domain,
 )
 from a2a.protocol.errors import ProtocolError as JsonRpcError
 from a2a.protocol.methods import METHODS
 
 from . import sse
+
+log = logging.getLogger(__name__)
 
 
 def _response(
@@ -46,7 +52,7 @@ def _response(
     response = JsonResponse(body, status=status)
     if status == 401:
         response["WWW-Authenticate"] = 'Bearer realm="taskdeck"'
-    if status == 429:
+    if status in (429, 503):
         response["Retry-After"] = str(error.data.get("retryAfter", 60))
     return response
 
@@ -105,14 +111,34 @@ async def endpoint(request: HttpRequest):
     if not isinstance(decided, tuple):
         return decided
     rpc_id, pending = decided
-    outcome = await calls.answer(pending)
+    try:
+        outcome = await calls.answer(pending)
+    except Exception as exc:  # the wait itself failed: answer in JSON-RPC all the same
+        outcome = from_domain(exc) or _failed(exc)
     version = pending.call.version
     if isinstance(outcome, JsonRpcError):
         return _response(rpc_id, error=outcome, version=version)
     return _response(rpc_id, result=outcome.value, version=version)
 
 
+def _failed(exc: BaseException) -> JsonRpcError:
+    log.error("a JSON-RPC call failed", exc_info=exc)
+    return JsonRpcError(INTERNAL_ERROR, "the server could not complete this request")
+
+
 def _decide(request: HttpRequest) -> HttpResponseBase | tuple[Any, calls.Pending]:
+    """`_checked`, answering in JSON-RPC whatever fails: an unreachable database is -32603
+    with HTTP 503 and Retry-After (docs/protocol.md, "During a database outage"), never
+    Django's HTML error page; another failure -32603 with HTTP 500."""
+    try:
+        return _checked(request)
+    except Exception as exc:
+        if is_infrastructure(exc):
+            discard_connections()  # this thread's: the next call reconnects
+        return _response(None, error=from_domain(exc) or _failed(exc))
+
+
+def _checked(request: HttpRequest) -> HttpResponseBase | tuple[Any, calls.Pending]:
     """Authenticate, parse and decide the call: the answer, or what a blocking send waits
     for. One thread for all of it: each hop between the event loop and a thread costs
     about as much CPU as the checks themselves."""
@@ -144,7 +170,7 @@ def _decide(request: HttpRequest) -> HttpResponseBase | tuple[Any, calls.Pending
         return _response(rpc_id, result=outcome.value, version=version)
     if isinstance(outcome, streaming.StreamPlan):
         wrap = wire10.stream_event if version == "1.0" else None
-        return _sse(sse.stream(outcome, rpc_id, wrap=wrap))
+        return _sse(sse.stream(outcome, rpc_id, wrap=wrap, version=version))
     if method.streaming and version == "0.3" and outcome.in_call and outcome.http_status == 200:
         # 0.3 clients read a stream method's answer as SSE, errors included (but a
         # 429 stays an HTTP answer: clients back off on the status and Retry-After)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from a2a.auth import Unauthenticated
+from a2a.db_faults import is_infrastructure
 from a2a.errors import NotAllowedNow, StaleHandle, TaskNotFound, Unsupported, refusal_hint
 from a2a.lifecycle import PAUSED, Action, Dialect, TransitionRefused
 from a2a.rate_limits import RateLimited
@@ -212,7 +213,23 @@ GRPC_BY_HTTP = {
     404: "NOT_FOUND",
     405: "UNIMPLEMENTED",
     413: "RESOURCE_EXHAUSTED",
+    503: "UNAVAILABLE",
 }
+
+# How long a client is told to wait before it tries again when the database is unreachable
+UNAVAILABLE_RETRY_AFTER = 5
+
+
+def unavailable() -> ProtocolError:
+    """The database cannot be reached (a restart, a failover: a2a.runtime.faults): -32603
+    with HTTP 503 and Retry-After on every door, so that a client retries instead of
+    reading an HTML error page (docs/protocol.md, "During a database outage")."""
+    return ProtocolError(
+        INTERNAL_ERROR,
+        "the database is unavailable; try again shortly",
+        {"reason": "database-unavailable", "retryAfter": UNAVAILABLE_RETRY_AFTER},
+        http_status=503,
+    )
 
 
 def rest_status(error: ProtocolError) -> int:
@@ -244,7 +261,10 @@ def _refused(exc: TransitionRefused) -> int:
 
 
 def from_domain(exc: Exception, dialect: Dialect = Dialect.RFC) -> ProtocolError | None:
-    """The wire error for a domain error, or None for an unexpected exception."""
+    """The wire error for a domain error, or None for an unexpected exception. The
+    database being unreachable is not the caller's fault nor a bug: `unavailable()`."""
+    if is_infrastructure(exc):
+        return unavailable()
     if isinstance(exc, TaskNotFound):
         return ProtocolError(TASK_NOT_FOUND, str(exc), {"taskId": exc.task_id})
     if isinstance(exc, TransitionRefused):

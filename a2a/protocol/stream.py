@@ -11,6 +11,7 @@ StreamResponses; gRPC: StreamResponse messages).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,7 @@ from django.db import transaction
 
 from a2a import access, conf, work
 from a2a.auth import revalidate_seconds, still_valid
+from a2a.db_faults import InfrastructureFault, guarded
 from a2a.errors import TaskNotFound
 from a2a.event_kinds import STATUS_KINDS, EventKind, is_agent_text
 from a2a.formats import ts
@@ -33,6 +35,8 @@ from . import wire
 
 if TYPE_CHECKING:
     from a2a.services import Actor
+
+log = logging.getLogger(__name__)
 
 # A stream ends after the event that moves a task to one of these states: the task is
 # over, or its turn is (the client answers with a new request, as A2A clients expect).
@@ -318,17 +322,23 @@ def on_the_wire(item: dict[str, Any]) -> dict[str, Any]:
 
 # --- Following a stream (every binding frames these items its own way) ----------------------
 
-KEEPALIVE_SECONDS = 15.0
-KEEPALIVE = "keepalive"  # nothing happened for KEEPALIVE_SECONDS: SSE sends a comment
+KEEPALIVE = "keepalive"  # nothing happened for STREAM_KEEPALIVE_SECONDS: SSE sends a comment
 REVOKED = "revoked"  # the caller's key was revoked while streaming: the stream ends
+# the database stayed unreachable for STREAM_OUTAGE_SECONDS: the stream ends with an error
+UNAVAILABLE = "unavailable"
+# how often a stream tries its read again while the database is unreachable: a stream goes
+# on at most this long (plus one read) after the database is back
+OUTAGE_RETRY_SECONDS = 1.0
 
 
 async def follow(sp: StreamPlan) -> AsyncIterator[tuple[int | None, dict[str, Any]] | str]:
     """The stream's items in order, as (event id, 0.3 item) — the first snapshot's id is
-    the cursor — or KEEPALIVE / REVOKED. `final` is set on the item that ends the stream.
+    the cursor — or KEEPALIVE / REVOKED / UNAVAILABLE. `final` is set on the item that ends
+    the stream.
 
     Waking up: a `Listener` on the task's group (a2a.notify) ends each wait early;
-    otherwise the log is polled every STREAM_POLL_SECONDS.
+    otherwise the log is polled every STREAM_POLL_SECONDS. Idle, it yields KEEPALIVE every
+    STREAM_KEEPALIVE_SECONDS.
 
     While this process runs the task (an inline agent's run, started by this very send:
     a2a.work.running_here), the stream waits for the run itself, as a blocking send does
@@ -340,16 +350,27 @@ async def follow(sp: StreamPlan) -> AsyncIterator[tuple[int | None, dict[str, An
     end is already in the log (a run finished it; a reconnecting client asked for the
     rest of an ended task) never joins at all. After joining it reads again at once, so
     a commit between that read and the join is not left to the poll. Every item is read
-    from the log, in order, after its commit."""
-    poll = conf.TASKDECK.stream_poll_seconds
+    from the log, in order, after its commit.
+
+    A database outage (a2a.db_faults: a restart, a failover, terminated backends) does not
+    end the stream at once: its read is tried again every OUTAGE_RETRY_SECONDS, with
+    keep-alives meanwhile, from the cursor it holds, so once the database is back the
+    stream goes on with nothing lost or repeated. An outage longer than
+    STREAM_OUTAGE_SECONDS ends it with UNAVAILABLE (the client reconnects with its last
+    event id). Any other error is raised, for the binding to end the stream with an error
+    frame (issue 31: it used to leave the connection open and silent)."""
+    settings = conf.TASKDECK
+    poll, keepalive = settings.stream_poll_seconds, settings.stream_keepalive_seconds
+    outage = settings.stream_outage_seconds
     news = Listener(group_name(sp.task_id))
-    fetch = database_sync_to_async(events_after, thread_sensitive=False)
-    valid = database_sync_to_async(still_valid, thread_sensitive=False)
+    fetch = database_sync_to_async(guarded(events_after), thread_sensitive=False)
+    valid = database_sync_to_async(guarded(still_valid), thread_sensitive=False)
     loop = asyncio.get_running_loop()
     cursor = sp.cursor
     caller, every = sp.visible_to, revalidate_seconds()
     check_at = loop.time() + every
     joined = False
+    down_since: float | None = None  # when the database became unreachable, while it is
     try:
         if sp.first is not None:
             yield cursor, sp.first
@@ -359,15 +380,35 @@ async def follow(sp: StreamPlan) -> AsyncIterator[tuple[int | None, dict[str, An
         idle = 0.0
         if run is not None:  # its first events are yet to come: read when it ends
             started = loop.time()
-            await work.run_ended(run, poll)
+            await work.run_ended(run, min(poll, keepalive))
             idle += loop.time() - started
         while True:
-            if caller is not None and loop.time() >= check_at:
-                check_at = loop.time() + every
-                if not await valid(caller):
-                    yield REVOKED
+            try:
+                if caller is not None and loop.time() >= check_at:
+                    if not await valid(caller):
+                        yield REVOKED
+                        return
+                    check_at = loop.time() + every
+                batch = await fetch(sp.task_id, cursor, sp.dialect, context_id=sp.context_id)
+            except InfrastructureFault as fault:
+                now = loop.time()
+                if down_since is None:
+                    down_since = now
+                    log.warning("stream of task %s: %s; retrying", sp.task_id, fault)
+                if now - down_since >= outage:
+                    log.warning("stream of task %s: the database is still down; ends", sp.task_id)
+                    yield UNAVAILABLE
                     return
-            batch = await fetch(sp.task_id, cursor, sp.dialect, context_id=sp.context_id)
+                if idle >= keepalive:
+                    idle = 0.0
+                    yield KEEPALIVE
+                pause = max(0.01, min(OUTAGE_RETRY_SECONDS, keepalive - idle, outage))
+                await asyncio.sleep(pause)
+                idle += pause
+                continue
+            if down_since is not None:
+                log.warning("stream of task %s: the database is back; goes on", sp.task_id)
+                down_since = None
             for event_id, item, _ in batch:
                 cursor = event_id
                 ends = item.get("kind") == "status-update" and sp.ends_at(item["_state"])
@@ -385,11 +426,12 @@ async def follow(sp: StreamPlan) -> AsyncIterator[tuple[int | None, dict[str, An
                 continue  # read again now that a commit wakes this stream
             if batch and not running:
                 continue
-            if idle >= KEEPALIVE_SECONDS:
+            if idle >= keepalive:
                 idle = 0.0
                 yield KEEPALIVE
+            wait = max(0.01, min(poll, keepalive - idle))
             started = loop.time()
-            await (work.run_ended(run, poll) if running else news.wait(poll))
+            await (work.run_ended(run, wait) if running else news.wait(wait))
             idle += loop.time() - started
     finally:
         await news.leave()

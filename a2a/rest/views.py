@@ -16,6 +16,7 @@ back to wait in the event loop.
 from __future__ import annotations
 
 import json
+import logging
 from contextlib import aclosing
 from typing import Any
 
@@ -24,18 +25,24 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHt
 from django.views.decorators.csrf import csrf_exempt
 
 from a2a.auth import Unauthenticated, authenticate
+from a2a.db_faults import discard_connections, is_infrastructure
 from a2a.protocol import agent_card, calls, http_bodies, wire10
 from a2a.protocol.errors import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     ProtocolError,
+    from_domain,
     grpc_status,
     invalid_params,
     rest_status,
+    unavailable,
 )
-from a2a.protocol.stream import KEEPALIVE, REVOKED, StreamPlan, follow
+from a2a.protocol.stream import KEEPALIVE, REVOKED, UNAVAILABLE, StreamPlan, follow
 
 from .routes import BadQuery, NoRoute, Route, query_params, resolve
+
+log = logging.getLogger(__name__)
 
 
 class ServiceParams(dict):
@@ -64,7 +71,7 @@ def error_response(error: ProtocolError) -> HttpResponse:
     response = _json(body, status)
     if status == 401:
         response["WWW-Authenticate"] = 'Bearer realm="taskdeck"'
-    if status == 429:
+    if status in (429, 503):
         response["Retry-After"] = str(error.data.get("retryAfter", 60))
     return response
 
@@ -113,6 +120,23 @@ def _params(route: Route, match, request: HttpRequest) -> dict[str, Any]:
 
 
 def _decide(request: HttpRequest, path: str) -> HttpResponseBase | calls.Pending:
+    """`_checked`, answering an AIP-193 JSON body whatever fails: an unreachable database
+    is 503 UNAVAILABLE with Retry-After (docs/protocol.md, "During a database outage"),
+    never Django's HTML error page; another failure 500 INTERNAL."""
+    try:
+        return _checked(request, path)
+    except Exception as exc:
+        if is_infrastructure(exc):
+            discard_connections()  # this thread's: the next call reconnects
+        return error_response(from_domain(exc) or _failed(exc))
+
+
+def _failed(exc: BaseException) -> ProtocolError:
+    log.error("an HTTP+JSON call failed", exc_info=exc)
+    return ProtocolError(INTERNAL_ERROR, "the server could not complete this request")
+
+
+def _checked(request: HttpRequest, path: str) -> HttpResponseBase | calls.Pending:
     try:
         principal = authenticate(request.headers.get("Authorization"))
     except Unauthenticated as exc:
@@ -148,21 +172,39 @@ def _sse(plan: StreamPlan) -> StreamingHttpResponse:
     return response
 
 
+def _error_event(error: ProtocolError) -> bytes:
+    body = json.dumps({"error": json.loads(error_response(error).content)["error"]})
+    return f"event: error\ndata: {body}\n\n".encode()
+
+
 async def _frames(plan: StreamPlan):
-    async with aclosing(follow(plan)) as items:
-        async for got in items:
-            if got == KEEPALIVE:
-                yield b": keepalive\n\n"
-            elif got == REVOKED:
-                error = ProtocolError(
-                    INVALID_REQUEST, "the API key was revoked; the stream ends", http_status=401
-                )
-                body = json.dumps({"error": json.loads(error_response(error).content)["error"]})
-                yield f"event: error\ndata: {body}\n\n".encode()
-            else:
-                event_id, item = got
-                body = json.dumps(wire10.stream_event(item), separators=(",", ":"))
-                yield f"id: {event_id}\ndata: {body}\n\n".encode()
+    """The SSE body; it always ends: after the item that ends the stream, or with an
+    `event: error` frame (a revoked key: 401; the database unreachable past
+    TASKDECK_STREAM_OUTAGE_SECONDS: 503 UNAVAILABLE; any failure while following: 500)."""
+    try:
+        async with aclosing(follow(plan)) as items:
+            async for got in items:
+                if got == KEEPALIVE:
+                    yield b": keepalive\n\n"
+                elif got == REVOKED:
+                    yield _error_event(
+                        ProtocolError(
+                            INVALID_REQUEST,
+                            "the API key was revoked; the stream ends",
+                            http_status=401,
+                        )
+                    )
+                elif got == UNAVAILABLE:
+                    yield _error_event(unavailable())
+                else:
+                    event_id, item = got
+                    body = json.dumps(wire10.stream_event(item), separators=(",", ":"))
+                    yield f"id: {event_id}\ndata: {body}\n\n".encode()
+    except Exception:
+        log.exception("the stream of task %s failed", plan.task_id)
+        yield _error_event(
+            ProtocolError(INTERNAL_ERROR, "the stream failed; reconnect with its last id")
+        )
 
 
 _decide_in_thread = database_sync_to_async(_decide, thread_sensitive=False)
@@ -173,7 +215,10 @@ async def endpoint(request: HttpRequest, path: str) -> HttpResponseBase:
     decided = await _decide_in_thread(request, path)
     if not isinstance(decided, calls.Pending):
         return decided
-    outcome = await calls.answer(decided)
+    try:
+        outcome = await calls.answer(decided)
+    except Exception as exc:  # the wait itself failed: answer in JSON all the same
+        outcome = from_domain(exc) or _failed(exc)
     if isinstance(outcome, ProtocolError):
         return error_response(outcome)
     return _json(outcome.value)
