@@ -486,6 +486,9 @@ class Projector:
         self.woken = threading.Event()
         self.thread: threading.Thread | None = None
         self.passes = 0
+        # held by the thread through each of its passes: the exit drain waits for a pass
+        # in flight (its tasks would otherwise stay due when the process ends mid-pass)
+        self.passing = threading.Lock()
 
     def add(self, task_id: str) -> None:
         with self.lock:
@@ -503,37 +506,44 @@ class Projector:
         return sorted(ids)
 
     def _run(self) -> None:
-        try:
-            project_due()  # what a previous life of this process (or another) left
-        except Exception:
-            log.exception("the projector's first sweep failed; the scheduler's will retry")
-            connection.close()
+        with self.passing:
+            try:
+                project_due()  # what a previous life of this process (or another) left
+            except Exception:
+                log.exception("the projector's first sweep failed; the scheduler's will retry")
+                connection.close()
         while True:
             self.woken.wait()
             self.woken.clear()
-            ids = self.take()
-            if not ids:
-                continue
-            try:
-                project(ids)
-                self.passes += 1
-            except Exception:
-                # left to the sweep: a pass never retries in a loop by itself
-                log.exception("projecting %d task(s) failed; the sweep will retry", len(ids))
-                connection.close()
-            close_old_connections()
+            with self.passing:
+                ids = self.take()
+                if not ids:
+                    continue
+                try:
+                    project(ids)
+                    self.passes += 1
+                except Exception:
+                    # left to the sweep: a pass never retries in a loop by itself
+                    log.exception("projecting %d task(s) failed; the sweep will retry", len(ids))
+                    connection.close()
+                close_old_connections()
 
     def drain(self) -> None:
-        """At exit: project what was handed over but not yet projected (EXIT_SECONDS at
-        most), so a short-lived process (`manage.py emit_event`) leaves nothing to sweep."""
-        ids = self.take()
-        if not ids:
-            return
+        """At exit: let the thread's pass in flight end, then project what was handed over
+        but not yet projected (EXIT_SECONDS in all, at most), so a short-lived process
+        (`manage.py emit_event`) leaves nothing to sweep. (Projecting beside a pass in
+        flight would skip the tasks it holds, and the process would end that pass
+        half-way: its tasks stayed due.)"""
+        with self.lock:
+            if not self.pending and not self.passing.locked():
+                return
         done = threading.Event()
 
         def run() -> None:
             try:
-                project(ids)
+                with self.passing:
+                    if ids := self.take():
+                        project(ids, wait=True)
             except Exception:
                 log.exception("projecting at exit failed; the sweep will")
             finally:
