@@ -8,7 +8,7 @@ measured (what the invariant compares, never sent), and so is what a socket send
 the view cut to TASKDECK_VIEW_SNAPSHOT_BYTES, with how many tasks that holds.
 
     .venv/bin/python bench/agui_fanout.py [--scale-out] [--clients 1,100,1000] [--changes 20]
-        [--writer process|bench]
+        [--writer process|bench] [--load N]
 
 Fan-out is measured on a small view (so 1,000 sockets don't each download a 10,000-task
 snapshot); the 10,000 tasks are added afterwards for the snapshot and delta figures.
@@ -28,6 +28,12 @@ several changes of the task into one view change (one STATE_DELTA), so the reade
 the entry's `taskVersion`: a delta whose entry reaches task version v delivers change v
 and every one before it, and each change is timed from its commit to the first delta that
 covers it. The lag (agui.projection.lag) is printed after each fan-out run.
+
+--load N: while each fan-out run is measured, wrk keeps N blocking SendMessage calls in
+flight against the same Daphne (bench/load.py's send-blocking: the `tck` agent runs
+inline in the web process, so every call commits three changes its projector thread
+projects): commit -> received and the lag then include a busy server's and projector's
+share. wrk's calls/s over the run are printed beside the figures.
 """
 
 from __future__ import annotations
@@ -36,10 +42,15 @@ import argparse
 import asyncio
 import json
 import os
+import re
+import signal
+import subprocess
 import sys
+import tempfile
 import time
+import uuid
 
-from _harness import ROOT, configure, free_port, percentiles, served, start_server
+from _harness import ROOT, configure, free_port, percentiles, send_params, served, start_server
 
 
 def make_tasks(n: int, prefix: str) -> None:
@@ -174,12 +185,50 @@ async def fanout(
     return latencies
 
 
+def start_load(port: int, token: str, connections: int, var: str) -> subprocess.Popen:
+    """wrk keeping `connections` blocking sends in flight against the served Daphne (the
+    script bench/load.py writes for its send-blocking operation)."""
+    import load  # bench/load.py: its wrk scripts and what an ok answer looks like
+
+    params = {
+        "host": "127.0.0.1",
+        "ports": [port],
+        "path": "/a2a/",
+        "headers": {"Authorization": f"Bearer {token}", "A2A-Version": "1.0"},
+        "nonce": uuid.uuid4().hex[:12],
+        "want": load.WANT["send-blocking"],
+        "id_prefix": "tck-complete-task-",
+        "body": load.split_body(load.rpc_body("SendMessage", send_params("@@X@@"))),
+    }
+    script = os.path.join(var, f"fanout-load-{params['nonce']}.lua")
+    with open(script, "w") as f:
+        f.write(
+            f"params = {load.lua_value(params)}\n"
+            f"dofile({load.lua_value(str(load.WRK_DIR / 'common.lua'))})\n"
+            f"dofile({load.lua_value(str(load.WRK_DIR / 'call.lua'))})\n"
+        )
+    return subprocess.Popen(
+        ["wrk", "-t1", f"-c{connections}", "-d3600s", "--timeout", "30s", "-s", script,
+         f"http://127.0.0.1:{port}/a2a/"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+
+
+def stop_load(wrk: subprocess.Popen) -> str:
+    """Stop wrk (SIGINT: it prints its report) and say what it did."""
+    wrk.send_signal(signal.SIGINT)
+    out, _ = wrk.communicate(timeout=30)
+    rate = re.search(r"Requests/sec:\s*([\d.]+)", out)
+    return f"{float(rate.group(1)):.0f} blocking sends/s beside it" if rate else out[-300:]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale-out", action="store_true")
     parser.add_argument("--clients", default="1,100,1000")
     parser.add_argument("--changes", type=int, default=20)
     parser.add_argument("--writer", choices=["process", "bench"], default="process")
+    parser.add_argument("--load", type=int, default=0, help="blocking sends in flight (wrk)")
     parser.add_argument("--changes-of", help=argparse.SUPPRESS)  # the writer process
     args = parser.parse_args()
     if args.changes_of:  # the environment is the parent's (configure() already ran)
@@ -211,11 +260,15 @@ def main() -> None:
     try:
         url = f"ws://127.0.0.1:{port}/ws/agui/"
         for n in [int(c) for c in args.clients.split(",")]:
-            lat = asyncio.run(fanout(url, token, n, args.changes, args.writer))
-            lag = projection.lag()
+            wrk = start_load(port, token, args.load, tempfile.gettempdir()) if args.load else None
+            try:
+                lat = asyncio.run(fanout(url, token, n, args.changes, args.writer))
+                lag = projection.lag()
+            finally:
+                beside = f"; {stop_load(wrk)}" if wrk is not None else ""
             print(
                 f"fan-out, {n:>5} clients: commit -> STATE_DELTA received  {percentiles(lat)}"
-                f"; lag at the end {lag.seconds * 1000:.0f} ms ({lag.due_rows} due rows)"
+                f"; lag at the end {lag.seconds * 1000:.0f} ms ({lag.due_rows} due rows)" + beside
             )
     finally:
         server.terminate()
