@@ -24,7 +24,7 @@ from a2a.errors import NotAllowedNow, StaleHandle, TaskNotFound, ValidationFaile
 from a2a.lifecycle import TransitionRefused
 from a2a.models import Task
 from a2a.rate_limits import RateLimited
-from agui import projection
+from agui import projection, selectors
 from agui.models import AguiRun, AguiThread, Interrupt
 
 THREAD_KEY_CHARS = 128  # AguiThread.thread_id
@@ -45,6 +45,9 @@ class RunPlan:
     task_id: str
     context_id: str
     resumed: list[str] = field(default_factory=list)  # interrupt ids this run answered
+    # the task's view version before the run's own write (0: a task the run created): its
+    # log rows above it are the run's, even those its opening snapshot already holds
+    since: int = 0
 
 
 def _user_text(run: RunAgentInput) -> str | None:
@@ -160,10 +163,11 @@ def _start(run: RunAgentInput, actor: services.Actor) -> RunPlan:
                 f"resume must answer every open interrupt; missing {', '.join(uncovered)}",
                 "interrupt_uncovered",
             )
+        task_id = pending[asked[0]].task_id
+        since = _view_version(task_id)  # caught up (_catch_up), before the answers' writes
         for entry in run.resume:
             _answer(pending[entry.interrupt_id], entry, actor)
             resumed.append(entry.interrupt_id)
-        task_id = pending[asked[0]].task_id
     else:
         if pending:
             raise RunRefused(
@@ -178,6 +182,7 @@ def _start(run: RunAgentInput, actor: services.Actor) -> RunPlan:
             message_id=str(uuid.uuid4()), parts=[{"kind": "text", "text": text}]
         )
         skill = _skill(run)
+        since = _view_version(thread.task_id) if thread.task_id else 0
         try:
             task_id = services.receive_message(
                 message,
@@ -193,10 +198,17 @@ def _start(run: RunAgentInput, actor: services.Actor) -> RunPlan:
             detail = "; ".join(f"{k}: {v[0]}" if k else v[0] for k, v in exc.errors.items())
             where = "forwardedProps.skill" if "skill" in exc.errors else "the message"
             raise RunRefused(f"{where} was refused: {detail}", "invalid_input") from None
+        if task_id != thread.task_id:  # the thread's task had ended: a new one
+            since = 0
         thread.task_id = task_id
         thread.save(update_fields=["task"])
     AguiRun.objects.create(run_id=run.run_id, thread=thread, task_id=task_id)
-    return RunPlan(run.thread_id, run.run_id, task_id, thread.context_id, resumed)
+    return RunPlan(run.thread_id, run.run_id, task_id, thread.context_id, resumed, since)
+
+
+def _view_version(task_id: str) -> int:
+    """The task's view version now: read before the run's write, after _catch_up."""
+    return selectors.versions([task_id]).get(task_id, 0)
 
 
 def finish_run(run_id: str, outcome: str) -> None:

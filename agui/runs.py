@@ -1,8 +1,10 @@
 """POST /agui/run: RunAgentInput in, AG-UI events out (SSE), one A2A task per run.
 
 RUN_STARTED, STATE_SNAPSHOT (the thread's tasks), ACTIVITY_SNAPSHOT for the interrupts a
-resume answered (a reloaded client may not hold them), then the task's STATE_DELTA /
-ACTIVITY_* and its agent text as TEXT_MESSAGE_START/CONTENT/END, until the task stops:
+resume answered (a reloaded client may not hold them), the run's agent texts the snapshot
+already holds (a worker answered before it was read: `_opening`), then the task's
+STATE_DELTA / ACTIVITY_* and its agent text as TEXT_MESSAGE_START/CONTENT/END, until the
+task stops:
 - input-required → STATE_SNAPSHOT, then RUN_FINISHED {outcome: interrupt, interrupts}
 - paused → RUN_FINISHED {outcome: interrupt} with reason "a2a:paused"
 - completed → RUN_FINISHED (success); canceled → outcome cancelled
@@ -125,15 +127,33 @@ def _thread_snapshot(context_id: str, task_id: str) -> dict:
     return _thread_window(context_id, task_id).snapshot
 
 
-def _opening(plan: bridge.RunPlan) -> tuple[dict, list[Interrupt], int]:
-    """The run's snapshot, the interrupts its resume answered, and the view version of its
-    task the snapshot holds: the stream relays the task's rows above it (by version, not
-    by a global row id, which a pass committing late would fall below)."""
+def _opening(plan: bridge.RunPlan) -> tuple[dict, list[Interrupt], list[tuple], int]:
+    """The run's snapshot, the interrupts its resume answered, the run's agent texts the
+    snapshot already holds, and the view version of its task the snapshot holds: the
+    stream relays the task's rows above it (by version, not by a global row id, which a
+    pass committing late would fall below).
+
+    A worker may take the task as soon as start_run commits, and on a loaded machine the
+    projection may project its rows before this read: the snapshot then holds their
+    effects, so their deltas and activities are not replayed over it, but an agent's text
+    is not state — it is a message the client must be sent. So the TEXT rows between the
+    run's start (`plan.since`) and the snapshot's version come with the opening; rows at
+    or below the snapshot's version are committed with it (a pass commits a task's rows
+    with its view entry), so they are all read here."""
     window = _thread_window(plan.context_id, plan.task_id)
+    held = window.versions.get(plan.task_id, 0)
+    texts = list(
+        AguiEvent.objects.filter(
+            task_id=plan.task_id, type=TEXT, version__gt=plan.since, version__lte=held
+        )
+        .order_by("id")
+        .values_list("id", "version", "type", "event")
+    )
     return (
         window.snapshot,
         list(Interrupt.objects.filter(interrupt_id__in=plan.resumed)),
-        window.versions.get(plan.task_id, 0),
+        texts,
+        held,
     )
 
 
@@ -306,7 +326,7 @@ async def _stream(run: RunAgentInput, actor: services.Actor) -> AsyncIterator[by
             if isinstance(got, bytes):
                 yield got
             else:
-                snapshot, resumed, held = got.value
+                snapshot, resumed, said, held = got.value
         yield _enc(StateSnapshotEvent(snapshot=snapshot))
         for i in resumed:
             yield _enc(
@@ -314,6 +334,9 @@ async def _stream(run: RunAgentInput, actor: services.Actor) -> AsyncIterator[by
                     message_id=i.interrupt_id, activity_type=i.kind, content=i.content
                 )
             )
+        for _, _, type_, event in said:  # the run's texts the snapshot came after
+            for chunk in _relayed(type_, event):
+                yield chunk
         fetch, valid = _in_pool(_rows), _in_pool(still_valid)
         loop, every = asyncio.get_running_loop(), revalidate_seconds()
         keepalive = conf.TASKDECK.stream_keepalive_seconds
