@@ -10,7 +10,10 @@ from __future__ import annotations
 import uuid
 
 from django.db import models
+from django.db.models import F, Q
+from django.db.models.functions import Lower
 
+from a2a.event_kinds import EventKind
 from a2a.lifecycle import State
 
 
@@ -221,6 +224,28 @@ class Suspension(models.Model):
         return self.ended_at is None
 
 
+# API clients' actions on tasks, as the event log holds them (the dashboard's audit lists
+# them: dashboard/selectors.py): a pause, resume, cancel or answer made by an API key or an
+# anonymous caller (actor "apikey:<name>" / "anonymous:<name>", a2a.auth). Agents' own
+# parks, the scheduler's timeouts and dashboard users are not. TaskEvent's partial indexes
+# hold exactly these rows, and the audit filters with this very Q: PostgreSQL uses a partial
+# index only when the query's WHERE implies the index's, which one Q rendered by one lookup
+# (`startswith`: `actor::text LIKE 'apikey:%'`) makes certain (tests/dashboard/
+# test_audit_index.py). SQLite builds them too but never uses them for Django's queries,
+# whose values are bound parameters it cannot match to an index's WHERE.
+API_ACTOR_KINDS = ("apikey", "anonymous")
+API_ACTION_KINDS = (
+    EventKind.PAUSED.value,
+    EventKind.RESUMED.value,
+    EventKind.CANCELED.value,
+    EventKind.INPUT_PROVIDED.value,
+)
+API_ACTIONS = Q(
+    Q(*(Q(actor__startswith=f"{kind}:") for kind in API_ACTOR_KINDS), _connector=Q.OR),
+    kind__in=API_ACTION_KINDS,
+)
+
+
 class TaskEvent(models.Model):
     """Append-only log of every change to every task: the audit trail and the stream cursor.
 
@@ -243,8 +268,26 @@ class TaskEvent(models.Model):
         ordering = ["id"]
         indexes = [
             models.Index(fields=["task", "id"], name="event_task_id"),
-            # the audit page: API clients' actions, newest first, a page at a time
+            # the audit page on SQLite, which uses no partial index for a query whose values
+            # are bound parameters (Django's): all events, newest first
             models.Index(fields=["-created_at", "-id"], name="event_created_id"),
+            # the audit page on PostgreSQL: API clients' actions only (API_ACTIONS, a few per
+            # cent of the log), so counting them reads at most the audit's depth and a page
+            # reads its rows in order however many events agents and the scheduler add:
+            # newest (or oldest) first, and by who either way (case-blind, each name's newest
+            # first: the two directions mix ascending and descending, one index each)
+            models.Index(
+                fields=["-created_at", "-id"], name="event_api_created_id", condition=API_ACTIONS
+            ),
+            models.Index(
+                Lower("actor"), F("created_at").desc(), name="event_api_who", condition=API_ACTIONS
+            ),
+            models.Index(
+                Lower("actor").desc(),
+                F("created_at").desc(),
+                name="event_api_who_desc",
+                condition=API_ACTIONS,
+            ),
         ]
 
     def __str__(self) -> str:

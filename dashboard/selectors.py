@@ -16,7 +16,7 @@ from django.db.models.functions import Lower
 from a2a.errors import TaskNotFound, TransitionRefused, refusal_hint
 from a2a.event_kinds import EventKind
 from a2a.lifecycle import PAUSED, Action, move
-from a2a.models import Task, TaskEvent
+from a2a.models import API_ACTIONS, Task, TaskEvent
 from agui.models import PENDING, RESOLVED, Interrupt, ViewTask
 from dashboard.models import AuditEntry
 from dashboard.vocabulary import MODE_EFFECT, verb
@@ -410,8 +410,8 @@ def pending_interrupt(interrupt_id: str) -> Interrupt | None:
 # Actions API clients take, read from the core's event log (the services write it for every
 # door): the audit names them with the key as actor, no second write path needed. Agents'
 # own parks, the scheduler's timeouts and dashboard users (audited by dashboard.actions,
-# refusals included) are not here.
-API_ACTOR_KINDS = ("apikey", "anonymous")
+# refusals included) are not here: a2a.models.API_ACTIONS says which events are (and its
+# partial indexes hold exactly those).
 API_EVENT_ACTIONS = {
     EventKind.PAUSED: "pause",
     EventKind.RESUMED: "resume",
@@ -473,10 +473,10 @@ def _api_events(f: dict[str, str]):
     kinds = [k for k, a in API_EVENT_ACTIONS.items() if not f["action"] or a == f["action"]]
     if not kinds or f["outcome"] == AuditEntry.Outcome.REFUSED:
         return TaskEvent.objects.none()
-    by_api = Q()
-    for kind in API_ACTOR_KINDS:
-        by_api |= Q(actor__startswith=f"{kind}:")
-    qs = TaskEvent.objects.filter(by_api, kind__in=kinds)
+    # API_ACTIONS as it is, so the database sees its partial indexes' very predicate
+    qs = TaskEvent.objects.filter(API_ACTIONS)
+    if len(kinds) < len(API_EVENT_ACTIONS):
+        qs = qs.filter(kind__in=kinds)
     if f["who"]:
         qs = qs.filter(actor__icontains=f["who"])
     if f["task"]:
