@@ -22,6 +22,12 @@ PG_BENCH = "postgres://postgres@127.0.0.1:5432/taskdeck_bench"
 REDIS = "redis://127.0.0.1:6379/5"
 
 
+def clean_env() -> dict[str, str]:
+    """This environment without anything that configures Taskdeck or Django."""
+    drop = ("DJANGO", "TASKDECK", "DATABASE_URL", "REDIS_URL")
+    return {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+
+
 def configure(scale_out: bool) -> dict[str, str]:
     """Environment for this process and its children; call before django.setup()."""
     sys.path.insert(0, str(ROOT))

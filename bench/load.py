@@ -114,6 +114,7 @@ from _harness import (
     PG_ADMIN,
     REDIS,
     ROOT,
+    clean_env,
     drop_db,
     free_port,
     fresh_db,
@@ -258,12 +259,6 @@ def child_pids(log: Path) -> list[int]:
     except OSError:
         return []
     return [int(p) for p in re.findall(r"=(\d+)", found[1])] if found else []
-
-
-def clean_env() -> dict[str, str]:
-    """This environment without anything that configures Taskdeck or Django."""
-    drop = ("DJANGO", "TASKDECK", "DATABASE_URL", "REDIS_URL")
-    return {k: v for k, v in os.environ.items() if not k.startswith(drop)}
 
 
 def start_sdk(key: str, var: Path, running: list[Server]) -> Server:

@@ -23,8 +23,7 @@ import time
 from pathlib import Path
 
 import httpx
-
-ROOT = Path(__file__).resolve().parents[1]
+from _harness import ROOT, clean_env
 
 
 def main() -> None:
@@ -34,11 +33,7 @@ def main() -> None:
     args = parser.parse_args()
     port, grpc_port = args.port, args.grpc_port
     var = Path(tempfile.mkdtemp(prefix="serve-kills-"))
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("TASKDECK_", "DJANGO_")) and k not in ("DATABASE_URL", "REDIS_URL")
-    }
+    env = clean_env()
     env.update(
         DJANGO_SECRET_KEY=secrets.token_urlsafe(50), TASKDECK_DEBUG="0", TASKDECK_VAR_DIR=str(var)
     )

@@ -29,6 +29,14 @@ WORKERS_RUNNING = False  # set by tests/runtime's `runtime` fixture
 CLIENT = services.Actor("client", "test", tenant="key:test-client")
 
 
+def unconfigured_environ() -> dict[str, str]:
+    """This process's environment without what configures Taskdeck or Django (the test
+    settings' own, the database and Redis URLs): for a child process that a test configures
+    from scratch, as a deployment would."""
+    drop = ("TASKDECK_", "DJANGO_", "DATABASE_URL", "REDIS_URL")
+    return {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+
+
 def pytest_sessionstart(session):
     shape_faults()  # a killed earlier run with the same suffix may have left some
 

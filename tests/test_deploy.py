@@ -20,16 +20,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import unconfigured_environ
+
 ROOT = Path(__file__).resolve().parents[1]
 HOST = "taskdeck.example.com"
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("TASKDECK_", "DJANGO_")) and k not in ("DATABASE_URL", "REDIS_URL")
-    }
+    env = unconfigured_environ()
     env.update(
         DJANGO_SETTINGS_MODULE="dashboard.settings",
         DJANGO_SECRET_KEY=secrets.token_urlsafe(50),

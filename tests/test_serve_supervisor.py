@@ -32,6 +32,7 @@ import httpx
 import pytest
 
 from dashboard.supervisor import Child, Policy, StartupFailed, Supervisor
+from tests.conftest import unconfigured_environ
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -69,11 +70,7 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def environment(tmp_path_factory) -> dict[str, str]:
     var = tmp_path_factory.mktemp("serve")
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("TASKDECK_", "DJANGO_")) and k not in ("DATABASE_URL", "REDIS_URL")
-    }
+    env = unconfigured_environ()
     env.update(
         DJANGO_SETTINGS_MODULE="dashboard.settings",
         DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
