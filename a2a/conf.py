@@ -164,7 +164,7 @@ class Taskdeck(Section):
     stream_poll_seconds = Number(
         "TASKDECK_STREAM_POLL_SECONDS",
         0.25,
-        "a stream re-reads its task's log this often",
+        "a task's streams (one shared reader) check its log this often",
         more_than=0,
     )
     blocking_send_seconds = Number(

@@ -18,15 +18,15 @@ from typing import TYPE_CHECKING, Any
 from channels.db import database_sync_to_async
 from django.db import transaction
 
-from a2a import access, conf
+from a2a import access
 from a2a.auth import revalidate_seconds, still_valid
 from a2a.errors import TaskNotFound
 from a2a.event_kinds import STATUS_KINDS, EventKind, is_agent_text
 from a2a.formats import ts
 from a2a.lifecycle import PAUSED, TERMINAL, Dialect, State
 from a2a.models import Artifact, Message, Task, TaskEvent
-from a2a.notify import Listener, group_name
 from a2a.prepared import Prepared
+from a2a.protocol.feed import following
 from a2a.selectors import get_task, task_row
 
 from . import wire
@@ -270,30 +270,36 @@ async def follow(sp: StreamPlan) -> AsyncIterator[tuple[int | None, dict[str, An
     """The stream's items in order, as (event id, 0.3 item) — the first snapshot's id is
     the cursor — or KEEPALIVE / REVOKED. `final` is set on the item that ends the stream.
 
-    Waking up: a `Listener` on the task's group (a2a.notify) ends each wait early;
-    otherwise the log is polled every STREAM_POLL_SECONDS."""
-    poll = conf.TASKDECK.stream_poll_seconds
-    news = Listener(group_name(sp.task_id))
+    Waking up: the task's feed in this process (a2a/protocol/feed.py: one Listener and one
+    poll per task, however many streams follow it) says when the task's log grew; the
+    events after the cursor are read then, once for every stream at the same cursor."""
     fetch = database_sync_to_async(events_after, thread_sensitive=False)
     valid = database_sync_to_async(still_valid, thread_sensitive=False)
     loop = asyncio.get_running_loop()
     cursor = sp.cursor
     caller, every = sp.visible_to, revalidate_seconds()
     check_at = loop.time() + every
-    try:
-        await news.join()
+    async with following(sp.task_id) as news:
         if sp.first is not None:
             yield cursor, sp.first
             if sp.ends_at(view_state(sp.first)):
                 return
         idle = 0.0
+        checked = -1  # the feed's newest event id before the last read: read at once
         while True:
             if caller is not None and loop.time() >= check_at:
                 check_at = loop.time() + every
                 if not await valid(caller):
                     yield REVOKED
                     return
-            batch = await fetch(sp.task_id, cursor, sp.dialect)
+            batch = []
+            if news.newest > checked:
+                checked, at = news.newest, cursor
+
+                def read(at=at):
+                    return fetch(sp.task_id, at, sp.dialect)
+
+                batch = await news.items(read, cursor, sp.dialect)
             for event_id, item, _ in batch:
                 cursor = event_id
                 ends = item.get("kind") == "status-update" and sp.ends_at(item["_state"])
@@ -303,13 +309,16 @@ async def follow(sp: StreamPlan) -> AsyncIterator[tuple[int | None, dict[str, An
                 if ends:
                     return
             if batch:
-                idle = 0.0
+                idle, checked = 0.0, -1  # read on at once: a batch stops at EVENTS_PER_READ
                 continue
             if idle >= KEEPALIVE_SECONDS:
                 idle = 0.0
                 yield KEEPALIVE
+            # no read of its own: the feed wakes it; a timer only for the keep-alive and
+            # the caller's re-check
             started = loop.time()
-            await news.wait(poll)
+            timeout = KEEPALIVE_SECONDS - idle
+            if caller is not None:
+                timeout = min(timeout, check_at - started)
+            await news.wait(checked, max(timeout, 0.01))
             idle += loop.time() - started
-    finally:
-        await news.leave()
