@@ -8,6 +8,11 @@ the task stays working, so the streams stay open). Prints figures; asserts nothi
 
 `--database postgres://…/NAME` (emptied first) and `--redis` run it on PostgreSQL + Redis,
 where each poll is a round trip.
+
+Measured (2 shared cores, load 3-7), the gRPC process's CPU with 120 streams: before the
+shared reader (a2a/protocol/feed.py) 17 % on SQLite, 30 % on PostgreSQL + Redis; after,
+5 % and 2 % (1 % with one stream). GetTask p50 1.5-2.6 ms with the streams, within 1 ms of
+idle either way at this load (the issue saw 11 -> 304 ms on a loaded machine).
 """
 
 from __future__ import annotations
