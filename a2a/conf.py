@@ -164,7 +164,7 @@ class Taskdeck(Section):
     stream_poll_seconds = Number(
         "TASKDECK_STREAM_POLL_SECONDS",
         0.25,
-        "a stream re-reads its task's log this often",
+        "a task's streams (one shared reader) check its log this often",
         more_than=0,
     )
     # idle SSE streams (A2A's JSON-RPC and HTTP+JSON, AG-UI runs) send a comment this often
@@ -241,10 +241,14 @@ class Rates(Section):
     key = "RATES"
     create = Whole("TASKDECK_RATE_CREATE", 120, "new tasks", key="create", at_least=0)
     resync = Whole("TASKDECK_RATE_RESYNC", 60, "re-subscriptions", key="resync", at_least=0)
+    # per tenant, and every kind of caller (a dashboard user too): a2a/rate_limits.py
+    socket = Whole(
+        "TASKDECK_RATE_SOCKET", 60, "AG-UI socket opens per tenant", key="socket", at_least=0
+    )
 
     def per_minute(self, what: str) -> int:
-        """The limit on `what` ("create" | "resync")."""
-        return {"create": self.create, "resync": self.resync}[what]
+        """The limit on `what` ("create" | "resync" | "socket")."""
+        return {"create": self.create, "resync": self.resync, "socket": self.socket}[what]
 
 
 class AcpDoor(Section):
@@ -390,6 +394,13 @@ class View(Section):
         512 * 1024,
         "the most an opening snapshot weighs",
         at_least=1,
+    )
+    # dashboard/websocket_limits.py: a socket holding more unsent is closed (4008)
+    socket_buffer_bytes = Whole(
+        "TASKDECK_VIEW_SOCKET_BUFFER_BYTES",
+        1024 * 1024,
+        "a socket whose client holds back more than this unread is closed",
+        at_least=1024,
     )
     # where the AG-UI projection runs after a writer's commit (agui/projection.py;
     # docs/design/projection-after-commit.md, D8): a thread of every process (the default),

@@ -13,6 +13,12 @@ and ages only, never task data; nobody may cache it (`Cache-Control: no-store`):
     {"status": "ok" | "lagging", "database": "ok",
      "projection": {"lagSeconds": 0.012, "dueRows": 3, "dueTasks": 2, "mode": "thread"}}
 
+Parts outside the core add what they know of this process (`add_section`): the AG-UI
+door adds `"sockets": {"open": 3, "readers": 1}` — its open sockets and log readers (one
+while any socket is open, 0 once the last went; agui/fanout.py), the dashboard
+`"websockets": {"closedNotReading": 0}` (dashboard/websocket_limits.py). Per process:
+behind a balancer, each web process answers for itself.
+
 Under `manage.py serve` the answer also carries `"processes"`: what the supervisor last
 wrote about its children (a2a/supervision.py: each child's name, pid, state and restarts;
 "ok", "restarting", "degraded" when one was given up on, "gone" when the supervisor itself
@@ -28,6 +34,7 @@ query fails: that server cannot serve anything.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.db import DatabaseError
@@ -47,6 +54,15 @@ log = logging.getLogger(__name__)
 # within milliseconds and the scheduler's sweep takes what a dead process left after about
 # 2.25 s (agui.projection.SWEEP_AFTER_SECONDS + a tick), so 5 s means neither keeps up.
 LAG_WARN_SECONDS = 5.0
+
+# What parts outside the core know of this process, by name (agui: "sockets", its AG-UI
+# sockets and log readers): registered at start-up (an AppConfig.ready), read per request.
+SECTIONS: dict[str, Callable[[], dict]] = {}
+
+
+def add_section(name: str, read: Callable[[], dict]) -> None:
+    """Show `read()` under `name` in every /healthz answer (counts only, never task data)."""
+    SECTIONS[name] = read
 
 
 @dataclass(frozen=True)
@@ -96,6 +112,8 @@ def healthz(request: HttpRequest) -> JsonResponse:
                 "mode": mode,
             },
         }
+    for name, read in SECTIONS.items():
+        body[name] = read()
     if (processes := read_status(conf.TASKDECK.serve_status)) is not None:
         body["processes"] = processes
     response = JsonResponse(body, status=status)

@@ -5,6 +5,11 @@ answers it as 429 with Retry-After (JSON-RPC: HTTP 429, code -32029; AG-UI runs:
 `rate_limited`; ACP: -32029 with data.retryAfter; the AG-UI socket: an error message).
 
 Only API keys (and anonymous callers) are limited: operators act through the dashboard.
+Socket opens (the AG-UI WebSocket, agui/consumers.py; issue 31) are the exception: they
+are counted per tenant (every key of one owner shares the count; a dashboard user is a
+tenant of their own) and for every kind of caller, operators too, since each open costs
+the web process an authentication and a snapshot whoever asks. Over the limit the socket
+is closed with 4429 and a reason saying when to retry.
 Counts live in Django's cache — Redis when REDIS_URL is set, so every process shares them;
 per process on the embedded default (`make run` has two web processes: up to twice the
 limit there). Fixed one-minute windows: simple, and a burst is at
@@ -16,8 +21,8 @@ connects and reads give up after TASKDECK_REDIS_SECONDS (dashboard/settings.py,
 then the breaker skips counting for a second (a2a.notify.Breaker), so a frozen Redis costs
 one request that bound and the next second's requests nothing.
 
-Settings: TASKDECK_RATE_CREATE (default 120 a minute) and TASKDECK_RATE_RESYNC (60); 0
-turns a limit off.
+Settings: TASKDECK_RATE_CREATE (default 120 a minute), TASKDECK_RATE_RESYNC (60) and
+TASKDECK_RATE_SOCKET (60); 0 turns a limit off.
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ if TYPE_CHECKING:
 
 WINDOW = 60  # seconds
 LIMITED_KINDS = ("apikey", "anonymous")
+PER_TENANT = ("socket",)  # counted per tenant, for every kind of caller
+WHAT = {"create": "new tasks", "resync": "resyncs", "socket": "socket opens"}
 cache_breaker = Breaker(BREAKER_SECONDS)  # open: the cache just failed, do not count
 
 
@@ -50,8 +57,9 @@ class RateLimited(TaskError):
 
 
 def take(what: str, actor: Actor) -> None:
-    """Count one `what` ("create" | "resync") for `actor`; RateLimited past its limit."""
-    if actor.kind not in LIMITED_KINDS:
+    """Count one `what` ("create" | "resync" | "socket") for `actor`; RateLimited past
+    its limit."""
+    if actor.kind not in LIMITED_KINDS and what not in PER_TENANT:
         return
     limit = conf.RATES.per_minute(what)
     if limit <= 0:
@@ -60,7 +68,10 @@ def take(what: str, actor: Actor) -> None:
         return
     now = time.time()
     window = int(now // WINDOW)
-    key = f"taskdeck:rate:{what}:{actor.kind}:{actor.name}:{window}"
+    who = f"{actor.kind}:{actor.name}"
+    if what in PER_TENANT and actor.tenant:
+        who = f"tenant:{actor.tenant}"
+    key = f"taskdeck:rate:{what}:{who}:{window}"
     try:
         cache.add(key, 0, timeout=WINDOW * 2)
         try:
@@ -76,6 +87,4 @@ def take(what: str, actor: Actor) -> None:
         return
     if count > limit:
         retry = max(1, math.ceil((window + 1) * WINDOW - now))
-        raise RateLimited(
-            {"create": "new tasks", "resync": "resyncs"}.get(what, what), limit, retry
-        )
+        raise RateLimited(WHAT.get(what, what), limit, retry)

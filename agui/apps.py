@@ -8,7 +8,8 @@ class AguiConfig(AppConfig):
     on-commit subscriber and asks writers for durable due rows (agui.projection, D8), and
     joins the scheduler's tick (through the core's registry of periodic jobs,
     a2a.periodic) as the one that projects what a dead process left, takes long-finished
-    tasks out of the live view and deletes their log rows after the retention.
+    tasks out of the live view and deletes their log rows after the retention. /healthz
+    shows its sockets and log readers (a2a.health.add_section).
     """
 
     name = "agui"
@@ -16,11 +17,12 @@ class AguiConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from a2a import events, periodic
-        from agui import projection, projector, retention
+        from a2a import events, health, periodic
+        from agui import fanout, projection, projector, retention
 
         events.set_projected(True)  # writers record ProjectionDue rows from now on
         events.subscribe(projection.wake, on_commit=True)
         periodic.register(projection.sweep)  # what a process that died left unprojected
         periodic.register(projector.evict_now_and_then)  # the scheduler runs it
         periodic.register(retention.prune_now_and_then)  # …and the log's retention
+        health.add_section("sockets", fanout.stats)  # /healthz: this process's sockets

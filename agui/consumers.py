@@ -18,6 +18,14 @@ one task's change; one that would not fit anyway is not sent, and a fresh snapsh
 
 Authentication: the session (dashboard) or an API key with the `read` scope in the
 Authorization header; origins are checked by AllowedHostsOriginValidator (routing.py).
+
+What a socket may cost the server (issue 31): opens are counted per tenant
+(TASKDECK_RATE_SOCKET a minute, a2a/rate_limits.py); one over it is accepted and closed at
+once with 4429 and a reason saying when to retry. Every socket shares the process's one log
+reader (agui/fanout.py), and what a socket leaves behind is removed however it ends (even
+when Daphne cancels a consumer still opening: `__call__`). A socket that stops reading is
+closed by the server (dashboard/websocket_limits.py: 4008 once its send buffer passes
+TASKDECK_VIEW_SOCKET_BUFFER_BYTES), not buffered for without end.
 """
 
 from __future__ import annotations
@@ -46,6 +54,7 @@ from agui import fanout, selectors, view
 from agui.models import AguiEvent, Interrupt
 
 log = logging.getLogger(__name__)
+RATE_LIMITED = 4429  # the close code of a socket opened over its tenant's rate (4000 + 429)
 
 
 def _bundle(actor: Actor | None) -> tuple[int, selectors.Window, list[Interrupt]]:
@@ -114,13 +123,33 @@ class ViewConsumer(AsyncWebsocketConsumer):
         if not self.who:
             await self.close(code=4401)
             return
+        try:
+            await database_sync_to_async(rate_limits.take)("socket", self.who)
+        except rate_limits.RateLimited as exc:
+            await self.accept()
+            reason = f"rate limited: {exc.limit} opens a minute; retry in {exc.retry_after} s"
+            await self.close(code=RATE_LIMITED, reason=reason)
+            return
         await self.accept()
-        self.queue = await fanout.tailer().register()
+        self.queue = fanout.tailer().add()  # registered at once: `_drop` removes it
+        await fanout.tailer().register_done(self.queue)
         await self.resync()
         self.pump = asyncio.ensure_future(self._pump())
         self.guard = asyncio.ensure_future(self._guard())
 
+    async def __call__(self, scope, receive, send) -> None:
+        """Whatever ends the consumer (its socket closed, or Daphne cancelling one that is
+        still opening, as after a burst of aborted opens), it leaves nothing behind: no
+        queue in the reader (which would keep it reading for nobody), no task."""
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._drop()
+
     async def disconnect(self, code: int) -> None:
+        self._drop()
+
+    def _drop(self) -> None:
         if hasattr(self, "queue"):
             fanout.tailer().unregister(self.queue)
         if hasattr(self, "pump"):

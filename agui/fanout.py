@@ -1,5 +1,13 @@
 """One reader of the AguiEvent log per server process, many sockets.
 
+One, however many sockets open at once (issue 31): the first to register creates the
+reader's task synchronously, before any await, and the others wait on its start; a socket
+that goes while it waits is removed (`register_done`), and the reader stops once its last
+socket went (`unregister` wakes it), the next socket starting a new one. (N sockets opening
+together used to find no reader while the first one's start was still reading the database,
+and start N; those of an aborted burst kept reading for queues nobody would ever remove:
+~95 % CPU until restart.) /healthz shows `"sockets": {"open": n, "readers": 0 or 1}`.
+
 A socket must not query the database per change: with 1,000 dashboards open that would
 be 1,000 queries per change. The Tailer reads new log rows once (woken by a channel-layer
 poke, or every FALLBACK_POLL seconds should a poke be lost) and hands them to every
@@ -68,18 +76,24 @@ def lag_notice(seconds: float) -> dict[str, Any]:
     return event.model_dump(by_alias=True, mode="json")
 
 
-def _rows_after(low: int) -> tuple[list[tuple[int, str, int, str, dict]], int]:
-    """The rows after `low`, then the retention's horizon. In that order: a row deleted
-    before the rows were read is below the horizon read after them, so the caller, which
-    compares it with its cursor from before this read, sees the gap. (Read the other way
-    round, a row deleted between the two reads was missing from these rows, and the next
-    horizon would be compared with a cursor already past it.)"""
-    rows = list(
-        AguiEvent.objects.filter(id__gt=low)
-        .exclude(type=TEXT)
-        .order_by("id")
-        .values_list("id", "task_id", "version", "type", "event")[:5000]
-    )
+def _rows_after(low: int, seen: set[int]) -> tuple[list[tuple[int, str, int, str, dict]], int]:
+    """The rows after `low` but those in `seen`, then the retention's horizon. The window
+    behind the cursor is re-read as ids only, and only the rows not seen yet are read
+    whole: decoding the window's events at every read was most of an idle reader's CPU.
+    The horizon last: a row deleted before the rows were read is below the horizon read
+    after them, so the caller, which compares it with its cursor from before this read,
+    sees the gap. (Read the other way round, a row deleted between the two reads was
+    missing from these rows, and the next horizon would be compared with a cursor already
+    past it.) `seen` is only read here, while its owner awaits this call."""
+    ids = AguiEvent.objects.filter(id__gt=low).exclude(type=TEXT).order_by("id")
+    new = [i for i in ids.values_list("id", flat=True)[:5000] if i not in seen]
+    rows = []
+    if new:
+        rows = list(
+            AguiEvent.objects.filter(id__in=new)
+            .order_by("id")
+            .values_list("id", "task_id", "version", "type", "event")
+        )
     return rows, retention.horizon()
 
 
@@ -100,10 +114,19 @@ def _start() -> tuple[int, list[int], int]:
 
 
 class Tailer:
+    """The process's reader of the log (`tailer()`). One `_run` loop at a time, however
+    many sockets register at once: the first registration creates it synchronously, before
+    any await, and every later one waits for the same start (`ready`); it stops once its
+    last socket is gone, and the next registration starts a new one. `Tailer.running`
+    counts the loops alive in this process (/healthz shows it: `stats()`)."""
+
+    running = 0  # `_run` loops alive in this process, of any Tailer
+
     def __init__(self) -> None:
         self.queues: set[asyncio.Queue] = set()
         self.wake = asyncio.Event()
         self.task: asyncio.Task | None = None
+        self.ready: asyncio.Future | None = None  # the running loop's start: done once read
         self.loop: asyncio.AbstractEventLoop | None = None
         self.cursor = 0
         self.horizon = 0  # the retention's horizon as this Tailer last read it
@@ -112,25 +135,69 @@ class Tailer:
         self.lag_read_at = float("-inf")  # time.monotonic() of the last lag reading
         self.lagging = False  # the sockets were last told of a lag over the notice
 
-    async def register(self) -> asyncio.Queue:
+    def add(self) -> asyncio.Queue:
+        """A queue registered, and the reader running or starting: no await in here, so
+        sockets opening together cannot each find no reader and start one (they did: N
+        readers, and those of an aborted burst never stopped)."""
         queue: asyncio.Queue = asyncio.Queue()
         self.queues.add(queue)
         loop = asyncio.get_running_loop()
         if self.task is None or self.task.done() or self.loop is not loop:
             self.loop, self.wake = loop, asyncio.Event()
-            self.cursor, committed, self.horizon = await database_sync_to_async(_start)()
-            for row_id in committed:
-                self._see(row_id)
-            self.task = asyncio.ensure_future(self._run())
+            self.ready = loop.create_future()
+            self.task = loop.create_task(self._run(self.ready))
         return queue
+
+    async def register(self) -> asyncio.Queue:
+        """`add`, then `register_done`."""
+        queue = self.add()
+        await self.register_done(queue)
+        return queue
+
+    async def register_done(self, queue: asyncio.Queue) -> None:
+        """Wait until the reader `add` started has read where the log stands: a socket
+        reads its snapshot after this, so the rows the reader counts as seen at its start
+        are in it. Should the start fail, or this wait be cancelled (the socket went), the
+        queue is removed and the error raised."""
+        try:
+            await asyncio.shield(self.ready)
+        except BaseException:
+            self.unregister(queue)
+            raise
 
     def unregister(self, queue: asyncio.Queue) -> None:
         self.queues.discard(queue)
+        if not self.queues:
+            self.wake.set()  # the reader stops now, not at its next poll
+
+    def stats(self) -> dict[str, int]:
+        """For /healthz: the sockets registered and the readers running in this process."""
+        return {"open": len(self.queues), "readers": Tailer.running}
 
     def poke(self) -> None:
         self.wake.set()
 
-    async def _run(self) -> None:
+    async def _run(self, ready: asyncio.Future) -> None:
+        Tailer.running += 1
+        try:
+            start = database_sync_to_async(_start, thread_sensitive=False)
+            try:
+                self.cursor, committed, self.horizon = await start()
+            except asyncio.CancelledError:
+                ready.cancel()
+                raise
+            except Exception as exc:  # the sockets waiting on it get it (and close)
+                ready.set_exception(exc)
+                ready.exception()  # retrieved: no "never retrieved" warning
+                return
+            for row_id in committed:
+                self._see(row_id)
+            ready.set_result(None)
+            await self._read()
+        finally:
+            Tailer.running -= 1
+
+    async def _read(self) -> None:
         listener = asyncio.ensure_future(self._listen())
         fetch = database_sync_to_async(_rows_after, thread_sensitive=False)
         try:
@@ -138,8 +205,10 @@ class Tailer:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.wake.wait(), FALLBACK_POLL)
                 self.wake.clear()
+                if not self.queues:
+                    break  # the last socket went while it waited (`unregister` woke it)
                 try:
-                    rows, horizon = await fetch(max(0, self.cursor - WINDOW))
+                    rows, horizon = await fetch(max(0, self.cursor - WINDOW), self.seen_set)
                 except Exception:
                     log.exception("reading the AG-UI log failed; retrying")
                     continue
@@ -214,3 +283,10 @@ def tailer() -> Tailer:
     if _tailer is None:
         _tailer = Tailer()
     return _tailer
+
+
+def stats() -> dict[str, int]:
+    """/healthz's `sockets`: AG-UI sockets registered, log readers running (0 or 1)."""
+    if _tailer is None:  # no socket yet (and not made here: this runs on a thread)
+        return {"open": 0, "readers": Tailer.running}
+    return _tailer.stats()

@@ -5,7 +5,8 @@ dashboard's middleware (dashboard/protocol_handler.py says why); every other pat
 the full stack.
 
 WebSockets get the session (AuthMiddlewareStack) and an Origin check against
-ALLOWED_HOSTS (a page on another site cannot open a socket with our cookies).
+ALLOWED_HOSTS (a page on another site cannot open a socket with our cookies); a socket
+whose client stops reading is closed, not buffered for (dashboard/websocket_limits.py).
 """
 
 import gc
@@ -21,10 +22,11 @@ from django.core.asgi import get_asgi_application
 django_asgi_app = get_asgi_application()
 
 from agui.routing import websocket_urlpatterns  # noqa: E402
-from dashboard import body_limit  # noqa: E402
+from dashboard import body_limit, websocket_limits  # noqa: E402
 from dashboard.protocol_handler import ProtocolHandler, is_protocol_path  # noqa: E402
 
 body_limit.install()  # Daphne reads whole bodies before the app runs: limit them as they arrive
+websocket_limits.install()  # Daphne buffers for a socket that does not read: bound it
 protocol_app = ProtocolHandler()
 
 

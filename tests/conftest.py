@@ -8,12 +8,14 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from asgiref.sync import SyncToAsync
 from django.db import connection, connections
 
 from a2a import api_keys, services
@@ -206,6 +208,11 @@ def start_daphne(
     from daphne.testing import DaphneProcess
 
     def in_child():
+        # asgiref's one thread for thread-sensitive calls is the parent's: once a test has
+        # used it (tests/a2a/test_run_races.py), the forked child's executor believes it
+        # has a worker that does not exist there, and every database_sync_to_async call
+        # (a socket's connect) waits forever. The child gets a thread of its own.
+        SyncToAsync.single_thread_executor = ThreadPoolExecutor(max_workers=1)
         if environ:
             _read_environ(environ)
         return application()

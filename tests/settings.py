@@ -16,6 +16,7 @@ os.environ.setdefault("TASKDECK_BODY_SECONDS", "2")
 # tests set their own limits.
 os.environ.setdefault("TASKDECK_RATE_CREATE", "0")
 os.environ.setdefault("TASKDECK_RATE_RESYNC", "0")
+os.environ.setdefault("TASKDECK_RATE_SOCKET", "0")
 # The live view is projected on the committing thread, before a services call returns
 # (agui.projection, `sync`), so a test reads the view right after the change it made; the
 # Daphne and worker processes the suite starts inherit it. The projection's own tests run

@@ -82,7 +82,7 @@ def test_code_reads_settings_through_conf_only():
 def test_an_empty_environment_gives_the_defaults():
     read = conf.read({})
     assert read.taskdeck["RUNTIME"]["LEASE_SECONDS"] == 15.0
-    assert read.taskdeck["RATES"] == {"create": 120, "resync": 60}
+    assert read.taskdeck["RATES"] == {"create": 120, "resync": 60, "socket": 60}
     assert read.taskdeck["AGENTS"] == list(conf.BUILTIN_AGENTS)
     assert "a2a.runtime.agents.tck" not in read.taskdeck["AGENTS"]
     assert read.site.debug is False and read.site.session_idle_minutes == 60

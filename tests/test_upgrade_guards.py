@@ -100,6 +100,33 @@ def test_installing_the_body_limit_replaces_those_three_methods():
     assert done.stdout.split() == ["limited_got_length", "limited_chunk", "limited_received"]
 
 
+# ----- Daphne / autobahn / Twisted: WebSocketProtocol patched (dashboard/websocket_limits.py) -
+
+
+def test_daphnes_websocket_protocol_still_has_what_the_send_bound_wraps():
+    """tests/agui/test_socket_limits.py drives the patch on a live Daphne; this names the
+    piece that moved if it fails after an upgrade."""
+    from autobahn.websocket.protocol import WebSocketProtocol as Autobahn
+    from daphne.ws_protocol import WebSocketProtocol
+    from twisted.internet.abstract import FileDescriptor
+
+    assert list(inspect.signature(WebSocketProtocol.handle_reply).parameters) == [
+        "self",
+        "message",
+    ], f"Daphne's WebSocketProtocol.handle_reply changed; dashboard/websocket_limits.py; {SEE}"
+    assert issubclass(WebSocketProtocol, Autobahn)
+    assert {"code", "reason"} <= set(inspect.signature(Autobahn.sendClose).parameters)
+    assert "self.closeHandshakeTimeout" in inspect.getsource(Autobahn.sendCloseFrame), (
+        f"autobahn no longer reads the close grace from the protocol instance; {SEE}"
+    )
+    source = inspect.getsource(FileDescriptor)
+    for name in ("self.dataBuffer", "self.offset", "self._tempDataLen"):
+        assert name in source, (
+            f"Twisted's FileDescriptor has no {name}: the send bound cannot measure what a "
+            f"socket holds (dashboard/websocket_limits.py); {SEE}"
+        )
+
+
 # ----- Django: ASGIHandler copied (dashboard/protocol_handler.py) ------------------------------
 
 # sha256 of the source of what dashboard/protocol_handler.py's ProtocolHandler replaces, as

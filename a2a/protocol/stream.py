@@ -11,8 +11,9 @@ StreamResponses; gRPC: StreamResponse messages).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,11 +28,11 @@ from a2a.event_kinds import STATUS_KINDS, EventKind, is_agent_text
 from a2a.formats import ts
 from a2a.lifecycle import PAUSED, TERMINAL, Dialect, State
 from a2a.models import Artifact, Message, Task, TaskEvent
-from a2a.notify import Listener, group_name
 from a2a.prepared import Prepared
 from a2a.selectors import get_task, task_row
 
-from . import wire
+from . import feed, wire
+from .feed import Feed
 
 if TYPE_CHECKING:
     from a2a.services import Actor
@@ -334,42 +335,43 @@ OUTAGE_RETRY_SECONDS = 1.0
 async def follow(sp: StreamPlan) -> AsyncIterator[tuple[int | None, dict[str, Any]] | str]:
     """The stream's items in order, as (event id, 0.3 item) — the first snapshot's id is
     the cursor — or KEEPALIVE / REVOKED / UNAVAILABLE. `final` is set on the item that ends
-    the stream.
-
-    Waking up: a `Listener` on the task's group (a2a.notify) ends each wait early;
-    otherwise the log is polled every STREAM_POLL_SECONDS. Idle, it yields KEEPALIVE every
-    STREAM_KEEPALIVE_SECONDS.
+    the stream. Idle, it yields KEEPALIVE every STREAM_KEEPALIVE_SECONDS.
 
     While this process runs the task (an inline agent's run, started by this very send:
     a2a.work.running_here), the stream waits for the run itself, as a blocking send does
-    (a2a.runtime.settle), reading the log when it ends and at least every poll interval
-    meanwhile: a run that ends the turn costs its stream one read of the log and no
-    channel-layer membership, instead of a wake-up and a read per commit; a longer one
-    shows its progress every poll interval. Otherwise, and once that run is over, the
-    stream joins the task's group, and it reads the log before joining: a stream whose
-    end is already in the log (a run finished it; a reconnecting client asked for the
-    rest of an ended task) never joins at all. After joining it reads again at once, so
-    a commit between that read and the join is not left to the poll. Every item is read
-    from the log, in order, after its commit.
+    (a2a.runtime.settle), reading the log (its own reads) when it ends and at least every
+    poll interval meanwhile: a run that ends the turn costs its stream one read of the log
+    and no feed, Listener or wake-up per commit; a longer one shows its progress every poll
+    interval. Otherwise, and once that run is over, the stream reads the log once more
+    and, unless that read ended it (a run finished the turn; a reconnecting client asked
+    for the rest of an ended task), follows the task's feed in this process
+    (a2a/protocol/feed.py: one Listener and one small poll per task however many streams
+    follow it): it reads again at once through the feed, so a commit between its last read
+    and its joining is not left to the poll, and then whenever the feed says the log grew,
+    the events after its cursor, in one read shared by every stream at the same cursor.
+    Every item is read from the log, in order, after its commit.
 
     A database outage (a2a.db_faults: a restart, a failover, terminated backends) does not
-    end the stream at once: its read is tried again every OUTAGE_RETRY_SECONDS, with
-    keep-alives meanwhile, from the cursor it holds, so once the database is back the
-    stream goes on with nothing lost or repeated. An outage longer than
-    STREAM_OUTAGE_SECONDS ends it with UNAVAILABLE (the client reconnects with its last
-    event id). Any other error is raised, for the binding to end the stream with an error
-    frame (issue 31: it used to leave the connection open and silent)."""
+    end the stream at once, whether its own read failed or the feed's shared one (the feed
+    wakes its streams when its poll fails, and each reads from its own cursor): the read
+    is tried again every OUTAGE_RETRY_SECONDS, with keep-alives meanwhile, from the cursor
+    the stream holds, so once the database is back the stream goes on with nothing lost or
+    repeated. An outage longer than STREAM_OUTAGE_SECONDS ends it with UNAVAILABLE (the
+    client reconnects with its last event id). Any other error, its own read's or the
+    feed's, is raised, for the binding to end the stream with an error frame (issue 31: it
+    used to leave the connection open and silent)."""
     settings = conf.TASKDECK
     poll, keepalive = settings.stream_poll_seconds, settings.stream_keepalive_seconds
     outage = settings.stream_outage_seconds
-    news = Listener(group_name(sp.task_id))
     fetch = database_sync_to_async(guarded(events_after), thread_sensitive=False)
     valid = database_sync_to_async(guarded(still_valid), thread_sensitive=False)
     loop = asyncio.get_running_loop()
     cursor = sp.cursor
     caller, every = sp.visible_to, revalidate_seconds()
     check_at = loop.time() + every
-    joined = False
+    joined = contextlib.AsyncExitStack()
+    news: Feed | None = None  # the task's feed, followed once this process's run is over
+    checked = -1  # the feed's newest event id before this stream's last read (-1: read now)
     down_since: float | None = None  # when the database became unreachable, while it is
     try:
         if sp.first is not None:
@@ -389,8 +391,19 @@ async def follow(sp: StreamPlan) -> AsyncIterator[tuple[int | None, dict[str, An
                         yield REVOKED
                         return
                     check_at = loop.time() + every
-                batch = await fetch(sp.task_id, cursor, sp.dialect, context_id=sp.context_id)
+                if news is None:
+                    batch = await fetch(sp.task_id, cursor, sp.dialect, context_id=sp.context_id)
+                elif news.newest > checked:
+                    checked, at = news.newest, cursor
+
+                    def read(at: int = at) -> Awaitable[list]:
+                        return fetch(sp.task_id, at, sp.dialect, context_id=sp.context_id)
+
+                    batch = await news.items(read, at, sp.dialect)
+                else:
+                    batch = []
             except InfrastructureFault as fault:
+                checked = -1  # the retry reads from the cursor, whatever the feed knows
                 now = loop.time()
                 if down_since is None:
                     down_since = now
@@ -418,20 +431,28 @@ async def follow(sp: StreamPlan) -> AsyncIterator[tuple[int | None, dict[str, An
                 if ends:
                     return
             if batch:
-                idle = 0.0
+                idle, checked = 0.0, -1  # read on at once: a batch stops at EVENTS_PER_READ
             running = run is not None and not run.done()
-            if not running and not joined:
-                joined = True
-                await news.join()
-                continue  # read again now that a commit wakes this stream
+            if not running and news is None:
+                news = await joined.enter_async_context(feed.following(sp.task_id))
+                continue  # read again now that the feed wakes this stream
             if batch and not running:
                 continue
             if idle >= keepalive:
                 idle = 0.0
                 yield KEEPALIVE
-            wait = max(0.01, min(poll, keepalive - idle))
             started = loop.time()
-            await (work.run_ended(run, wait) if running else news.wait(wait))
+            if running:
+                await work.run_ended(run, max(0.01, min(poll, keepalive - idle)))
+            else:
+                # no timer of its own for the log: the feed wakes it; one only for the
+                # keep-alive and the caller's re-check
+                timeout = keepalive - idle
+                if caller is not None:
+                    timeout = min(timeout, check_at - started)
+                await news.wait(checked, max(timeout, 0.01))
+                if news.failure is not None:
+                    checked = -1  # the feed's read failed: this stream's own read tells
             idle += loop.time() - started
     finally:
-        await news.leave()
+        await joined.aclose()

@@ -44,7 +44,11 @@ def healthz(http: httpx.Client) -> dict:
 
 def test_caught_up_the_view_has_no_lag(http, make_task):
     make_task("working")  # the suite projects in `sync` mode: projected before it returns
-    assert healthz(http) == {
+    body = healthz(http)
+    # this process's AG-UI sockets and readers (tests/agui/test_socket_limits.py), counts
+    assert set(body.pop("sockets")) == {"open", "readers"}
+    assert set(body.pop("websockets")) == {"closedNotReading"}
+    assert body == {
         "status": "ok",
         "database": "ok",
         "projection": {"lagSeconds": 0, "dueRows": 0, "dueTasks": 0, "mode": "sync"},
@@ -128,4 +132,6 @@ def test_a_server_whose_database_does_not_answer_is_unavailable(django_db_blocke
         "status": "unavailable",
         "database": "unavailable",
         "projection": {"mode": "sync"},
+        "sockets": {"open": 0, "readers": 0},  # what this process knows answers on
+        "websockets": {"closedNotReading": 0},
     }
