@@ -77,8 +77,8 @@ def _touches(task_id: str, events: list[dict], op: str) -> bool:
     )
 
 
-def _missing(task_id: str, after: int, before: int) -> list[tuple]:
-    return list(
+def _missing(task_id: str, after: int, before: int) -> list[fanout.Row]:
+    return fanout.encoded(
         AguiEvent.objects.filter(task_id=task_id, version__gt=after, version__lt=before)
         .exclude(type="TEXT_MESSAGE")
         .order_by("id")
@@ -218,7 +218,7 @@ class ViewConsumer(AsyncWebsocketConsumer):
                 continue
             await self._deliver(rows)
 
-    async def _visible(self, rows: list[tuple]) -> list[tuple]:
+    async def _visible(self, rows: list[fanout.Row]) -> list[fanout.Row]:
         """The rows of tasks this socket may see (one query per batch of new task ids)."""
         if not self.who.restricted:
             return rows
@@ -228,11 +228,13 @@ class ViewConsumer(AsyncWebsocketConsumer):
             self.mine.update({t: t in seen for t in unknown})
         return [r for r in rows if self.mine[r[1]]]
 
-    async def _deliver(self, rows: list[tuple]) -> None:
+    async def _deliver(self, rows: list[fanout.Row]) -> None:
         changes: dict[tuple[str, int], list[dict]] = {}  # one change = one task version
+        texts: dict[tuple[str, int], list[str]] = {}  # its events as the Tailer encoded them
         last_id: dict[tuple[str, int], int] = {}
-        for row_id, task_id, version, _, event in await self._visible(rows):
+        for row_id, task_id, version, _, event, text in await self._visible(rows):
             changes.setdefault((task_id, version), []).append(event)
+            texts.setdefault((task_id, version), []).append(text)
             last_id[task_id, version] = row_id
         sent_all = True
         for (task_id, version), events in changes.items():
@@ -254,9 +256,9 @@ class ViewConsumer(AsyncWebsocketConsumer):
             if version > expected:  # a change committed late: fetch what lies between
                 gap = await database_sync_to_async(_missing)(task_id, expected - 1, version)
                 for missing in gap:
-                    sent_all &= await self._send(missing[4])
-            for event in events:
-                sent_all &= await self._send(event)
+                    sent_all &= await self._send_text(missing[5], missing[3])
+            for text, event in zip(texts[task_id, version], events, strict=True):
+                sent_all &= await self._send_text(text, event.get("type"))
             if _touches(task_id, events, "remove"):
                 self.versions.pop(task_id, None)  # left the view: nothing more will come
             else:
@@ -267,11 +269,12 @@ class ViewConsumer(AsyncWebsocketConsumer):
     async def _send(self, event: dict[str, Any]) -> bool:
         """Send one event, unless it is over the server's message limit: sending it would
         close the socket (1011). Returns whether it went; the caller resyncs if not."""
-        text = json.dumps(event, separators=(",", ":"))
+        return await self._send_text(json.dumps(event, separators=(",", ":")), event.get("type"))
+
+    async def _send_text(self, text: str, kind: str | None) -> bool:
+        """`_send` for an event already encoded (the Tailer's rows: fanout.encoded)."""
         if len(text) > view.SOCKET_MESSAGE_BYTES:  # ASCII-escaped: characters are bytes
-            log.warning(
-                "AG-UI %s of %d bytes not sent: over the limit", event.get("type"), len(text)
-            )
+            log.warning("AG-UI %s of %d bytes not sent: over the limit", kind, len(text))
             return False
         await self.send(text)
         return True

@@ -45,9 +45,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+import os
 import time
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ag_ui.core import CustomEvent
@@ -69,6 +72,23 @@ LAG_NOTICE_SECONDS = 2.0  # sockets are told while the lag is over this
 LAG_EVENT = "taskdeck.lag"  # the CUSTOM event's name
 
 
+_reads: tuple[int, ThreadPoolExecutor] | None = None  # (pid, the reader's executor)
+
+
+def in_reader_thread(fn):
+    """`fn` as an awaitable run on the reader's own thread, never in the event loop's
+    default executor: that one's few threads are what the server's requests run their
+    sync work in (a blocking send's inline run waiting for SQLite's write lock holds
+    one), and a read queued behind 16 sends in flight waited 100-400 ms before it ran —
+    most of commit -> STATE_DELTA under load (bench/agui_fanout.py --load 16). One thread,
+    made per process (a forked server must not inherit an executor whose thread stayed
+    in its parent) and kept: the reader's reads are sequential anyway."""
+    global _reads
+    if _reads is None or _reads[0] != os.getpid():
+        _reads = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="agui-fanout"))
+    return database_sync_to_async(fn, thread_sensitive=False, executor=_reads[1])
+
+
 def lag_notice(seconds: float) -> dict[str, Any]:
     """The CUSTOM event that tells a socket how far the view is behind (0: caught up);
     queued like rows and sent as it is (consumers.py)."""
@@ -76,7 +96,19 @@ def lag_notice(seconds: float) -> dict[str, Any]:
     return event.model_dump(by_alias=True, mode="json")
 
 
-def _rows_after(low: int, seen: set[int]) -> tuple[list[tuple[int, str, int, str, dict]], int]:
+# A log row as sockets get it: id, task id, task version, type, the event, and the event as
+# the JSON text a socket sends (`encoded`).
+Row = tuple[int, str, int, str, dict, str]
+
+
+def encoded(rows: list[tuple[int, str, int, str, dict]]) -> list[Row]:
+    """The rows with their events' JSON text: encoded once here, on the reader's thread,
+    not once per socket on the event loop (100 sockets: 100 encodings of every event, in
+    the loop that also serves every request)."""
+    return [(*row, json.dumps(row[4], separators=(",", ":"))) for row in rows]
+
+
+def _rows_after(low: int, seen: set[int]) -> tuple[list[Row], int]:
     """The rows after `low` but those in `seen`, then the retention's horizon. The window
     behind the cursor is re-read as ids only, and only the rows not seen yet are read
     whole: decoding the window's events at every read was most of an idle reader's CPU.
@@ -89,7 +121,7 @@ def _rows_after(low: int, seen: set[int]) -> tuple[list[tuple[int, str, int, str
     new = [i for i in ids.values_list("id", flat=True)[:5000] if i not in seen]
     rows = []
     if new:
-        rows = list(
+        rows = encoded(
             AguiEvent.objects.filter(id__in=new)
             .order_by("id")
             .values_list("id", "task_id", "version", "type", "event")
@@ -180,7 +212,7 @@ class Tailer:
     async def _run(self, ready: asyncio.Future) -> None:
         Tailer.running += 1
         try:
-            start = database_sync_to_async(_start, thread_sensitive=False)
+            start = in_reader_thread(_start)
             try:
                 self.cursor, committed, self.horizon = await start()
             except asyncio.CancelledError:
@@ -199,7 +231,7 @@ class Tailer:
 
     async def _read(self) -> None:
         listener = asyncio.ensure_future(self._listen())
-        fetch = database_sync_to_async(_rows_after, thread_sensitive=False)
+        fetch = in_reader_thread(_rows_after)
         try:
             while self.queues:
                 with contextlib.suppress(TimeoutError):
@@ -235,7 +267,7 @@ class Tailer:
         """Read the lag; while over the notice, tell every socket, and tell them once when
         it fell back. A failed reading tells nothing (the rows' read logs the outage)."""
         self.lag_read_at = time.monotonic()
-        read = database_sync_to_async(projection.lag, thread_sensitive=False)
+        read = in_reader_thread(projection.lag)
         try:
             seconds = (await read()).seconds
         except Exception:

@@ -229,6 +229,9 @@ def main() -> None:
     parser.add_argument("--changes", type=int, default=20)
     parser.add_argument("--writer", choices=["process", "bench"], default="process")
     parser.add_argument("--load", type=int, default=0, help="blocking sends in flight (wrk)")
+    parser.add_argument(
+        "--fanout-only", action="store_true", help="skip the 10,000-task snapshot figures"
+    )
     parser.add_argument("--changes-of", help=argparse.SUPPRESS)  # the writer process
     args = parser.parse_args()
     if args.changes_of:  # the environment is the parent's (configure() already ran)
@@ -273,7 +276,8 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(timeout=30)
-
+    if args.fanout_only:
+        return
     actor = services.Actor("operator", "bench")
 
     def delta_bytes() -> int:

@@ -191,6 +191,7 @@ async def test_a_cut_socket_takes_no_task_it_was_cut_from_when_the_reader_hands_
     was cut must not take the creation of a task it was cut from as a new task (CI once
     saw a cut board show a task it had cut); a task created after the snapshot is new."""
     from agui.consumers import ViewConsumer
+    from agui.fanout import encoded
     from agui.view import task_path
 
     sent: list[dict] = []
@@ -208,6 +209,6 @@ async def test_a_cut_socket_takes_no_task_it_was_cut_from_when_the_reader_hands_
                                                     "value": {"taskId": task_id}}]}  # fmt: skip
         return (row_id, task_id, 1, "STATE_DELTA", delta)
 
-    await socket._deliver([created(90, "cut"), created(101, "new")])
+    await socket._deliver(encoded([created(90, "cut"), created(101, "new")]))
     assert [e["delta"][0]["path"] for e in sent] == [task_path("new")]
     assert socket.versions == {"held": 2, "new": 1}
