@@ -192,7 +192,9 @@ def test_a_send_that_returns_at_once_leaves_the_run_to_a_worker(runtime, rpc):
     # finished it, already (both seen under CI load); what says the send did not run it
     # is the job below
     assert task["status"]["state"] in (
-        "TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"
+        "TASK_STATE_SUBMITTED",
+        "TASK_STATE_WORKING",
+        "TASK_STATE_COMPLETED",
     )
     wait_state(task["id"], "completed")
     assert RunLease.objects.get(task_id=task["id"]).job_id is not None
