@@ -197,12 +197,6 @@ class Taskdeck(Section):
         "open streams and sessions re-check their caller",
         more_than=0,
     )
-    card_default_version = Text(
-        "TASKDECK_CARD_DEFAULT_VERSION",
-        "0.3",
-        "the card a request without A2A-Version gets",
-        choices=("0.3", "1.0"),
-    )
     max_request_bytes = Whole(
         "TASKDECK_MAX_REQUEST_BYTES", 1_000_000, "largest request body", at_least=1
     )

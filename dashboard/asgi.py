@@ -22,11 +22,12 @@ from django.core.asgi import get_asgi_application
 django_asgi_app = get_asgi_application()
 
 from agui.routing import websocket_urlpatterns  # noqa: E402
-from dashboard import body_limit, websocket_limits  # noqa: E402
+from dashboard import body_limit, reason_phrase, websocket_limits  # noqa: E402
 from dashboard.protocol_handler import ProtocolHandler, is_protocol_path  # noqa: E402
 
 body_limit.install()  # Daphne reads whole bodies before the app runs: limit them as they arrive
 websocket_limits.install()  # Daphne buffers for a socket that does not read: bound it
+reason_phrase.install()  # Daphne writes a refusal's words on the status line
 protocol_app = ProtocolHandler()
 
 

@@ -26,6 +26,8 @@ from django.http import HttpRequest, HttpResponseBase
 from django.middleware.security import SecurityMiddleware
 from django.urls import set_script_prefix
 
+from a2a.protocol import status_line
+
 # The JSON-RPC endpoint's exact paths and the HTTP+JSON binding's prefix (anything else
 # under /a2a/ goes the usual way and 404s there). The agent card stays on the full stack:
 # it is fetched once per client, and it relies on ConditionalGetMiddleware for its ETag
@@ -132,6 +134,21 @@ class ProtocolHandler(ASGIHandler):
         else:
             response.close()  # sends request_finished
         body_file.close()
+
+    async def send_response(self, response, send) -> None:
+        """Django's, with the response's own reason phrase, when it has one, as the start
+        message's `reason` (a2a/protocol/status_line.py; servers that do not know the key
+        ignore it)."""
+        reason = status_line.custom(response)
+        if reason is None:
+            return await super().send_response(response, send)
+
+        async def send_with_reason(message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "reason": reason}
+            await send(message)
+
+        return await super().send_response(response, send_with_reason)
 
     def load_middleware(self, is_async: bool = False) -> None:
         self._view_middleware = []

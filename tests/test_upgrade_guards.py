@@ -100,6 +100,30 @@ def test_installing_the_body_limit_replaces_those_three_methods():
     assert done.stdout.split() == ["limited_got_length", "limited_chunk", "limited_received"]
 
 
+# ----- Daphne / Twisted / Django: the reason phrase (dashboard/reason_phrase.py) --------------
+
+
+def test_daphne_still_sets_the_status_on_the_start_message_only():
+    """dashboard/reason_phrase.py sets Twisted's `code_message` after Daphne's
+    handle_reply has handled `http.response.start`: that must be where Daphne sets the
+    status, and Twisted must write the status line from `code_message` with the first
+    body bytes. tests/a2a/test_status_line.py sees the phrase on a live Daphne."""
+    from daphne.http_protocol import WebRequest
+    from django.core.handlers.asgi import ASGIHandler
+    from twisted.web.http import Request
+
+    assert list(inspect.signature(WebRequest.handle_reply).parameters) == ["self", "message"]
+    assert "self.setResponseCode(message[\"status\"])" in inspect.getsource(
+        WebRequest.handle_reply
+    ), f"Daphne sets the status elsewhere now (dashboard/reason_phrase.py); {SEE}"
+    assert "self.code_message" in inspect.getsource(Request.write), (
+        f"Twisted no longer writes the status line from code_message; {SEE}"
+    )
+    assert '"http.response.start"' in inspect.getsource(ASGIHandler.send_response), (
+        f"Django's send_response no longer sends the start message itself; {SEE}"
+    )
+
+
 # ----- Daphne / autobahn / Twisted: WebSocketProtocol patched (dashboard/websocket_limits.py) -
 
 

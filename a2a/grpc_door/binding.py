@@ -1,8 +1,13 @@
 """Each RPC of the served services as a call of the core, named by the RPC: A2A 1.0 and its
 JSON-RPC binding use the same method names (SendMessage, GetTask, …, PauseTask), so the
-servicers are built from the service descriptors and nothing here lists methods. A method
-the core does not have (the push app not installed) is `decide`'s METHOD_NOT_FOUND:
+method handlers are built from the service descriptors and nothing here lists methods. A
+method the core does not have (the push app not installed) is `decide`'s METHOD_NOT_FOUND:
 UNIMPLEMENTED.
+
+Request bytes that are not the RPC's message are INVALID_ARGUMENT (as -32700 on JSON-RPC),
+after authentication like every refusal: the handlers get them parsed by `lenient`, not by
+the generated code's `FromString`, whose DecodeError grpc.aio would answer UNKNOWN with
+the exception's class and text.
 
 A call: its metadata become service parameters; one worker thread authenticates the
 caller (`authorization`, as the JSON-RPC door's header), turns the request into its
@@ -23,12 +28,18 @@ import grpc
 from channels.db import database_sync_to_async
 from google.protobuf import message_factory
 from google.protobuf.descriptor import ServiceDescriptor
-from google.protobuf.message import Message
+from google.protobuf.message import DecodeError, Message
 
 from a2a.auth import Unauthenticated, authenticate
 from a2a.lifecycle import Dialect
 from a2a.protocol import calls, wire10
-from a2a.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, ProtocolError, unavailable
+from a2a.protocol.errors import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    ProtocolError,
+    unavailable,
+)
 from a2a.protocol.stream import KEEPALIVE, REVOKED, UNAVAILABLE, StreamPlan, follow
 
 from . import protojson
@@ -43,13 +54,39 @@ KEY_REVOKED = ProtocolError(
 )
 
 
-def decide(name: str, request: Message, headers: ServiceParameters) -> calls.Decided:
-    """In a worker thread: who is calling (UNAUTHENTICATED when nobody), the params, then
-    the core's decision."""
+class Undecodable:
+    """What `lenient` hands the handler for bytes that are not the RPC's message."""
+
+    __slots__ = ("message_name",)
+
+    def __init__(self, message_name: str) -> None:
+        self.message_name = message_name
+
+
+def lenient(message: type[Message]) -> Callable[[bytes], Message | Undecodable]:
+    """The request deserializer: the parsed message, or Undecodable (a deserializer that
+    raises makes grpc.aio answer UNKNOWN, naming the exception)."""
+
+    def parse(raw: bytes) -> Message | Undecodable:
+        try:
+            return message.FromString(raw)
+        except DecodeError:
+            return Undecodable(message.DESCRIPTOR.full_name)
+
+    return parse
+
+
+def decide(name: str, request: Message | Undecodable, headers: ServiceParameters) -> calls.Decided:
+    """In a worker thread: who is calling (UNAUTHENTICATED when nobody), whether the
+    request parsed (INVALID_ARGUMENT), the params, then the core's decision."""
     try:
         principal = authenticate(headers.get("authorization"))
     except Unauthenticated as exc:
         return ProtocolError(INVALID_REQUEST, str(exc), http_status=401)
+    if isinstance(request, Undecodable):
+        return ProtocolError(
+            PARSE_ERROR, f"the request's bytes are not a protobuf {request.message_name}"
+        )
     try:
         params = protojson.params_of(request)
     except ProtocolError as err:
@@ -63,7 +100,7 @@ _decide_in_thread = database_sync_to_async(decide, thread_sensitive=False)
 
 
 def unary(name: str, response: type[Message]) -> Callable[..., Any]:
-    async def handle(self, request: Message, context: grpc.aio.ServicerContext) -> Message:
+    async def handle(request: Message, context: grpc.aio.ServicerContext) -> Message:
         headers = ServiceParameters(context.invocation_metadata())
         try:
             decided = await _decide_in_thread(name, request, headers)
@@ -80,9 +117,7 @@ def unary(name: str, response: type[Message]) -> Callable[..., Any]:
 
 
 def server_streaming(name: str, response: type[Message]) -> Callable[..., Any]:
-    async def handle(
-        self, request: Message, context: grpc.aio.ServicerContext
-    ) -> AsyncIterator[Message]:
+    async def handle(request: Message, context: grpc.aio.ServicerContext) -> AsyncIterator[Message]:
         headers = ServiceParameters(context.invocation_metadata())
         try:
             decided = await _decide_in_thread(name, request, headers)
@@ -114,11 +149,20 @@ def server_streaming(name: str, response: type[Message]) -> Callable[..., Any]:
     return handle
 
 
-def servicer(service: ServiceDescriptor, base: type) -> object:
-    """An instance of the generated servicer `base` with every RPC of `service` routed."""
-    methods = {}
+def method_handlers(service: ServiceDescriptor) -> dict[str, grpc.RpcMethodHandler]:
+    """Every RPC of `service`, by name, as grpc's method handler: the core's call, the
+    request parsed by `lenient`, the response serialized as the generated code does."""
+    out = {}
     for method in service.methods:
+        request = message_factory.GetMessageClass(method.input_type)
         response = message_factory.GetMessageClass(method.output_type)
-        make = server_streaming if method.server_streaming else unary
-        methods[method.name] = make(method.name, response)
-    return type(f"{service.name}Binding", (base,), methods)()
+        if method.server_streaming:
+            make, kind = server_streaming, grpc.unary_stream_rpc_method_handler
+        else:
+            make, kind = unary, grpc.unary_unary_rpc_method_handler
+        out[method.name] = kind(
+            make(method.name, response),
+            request_deserializer=lenient(request),
+            response_serializer=response.SerializeToString,
+        )
+    return out

@@ -16,16 +16,8 @@ except ImportError as exc:  # pragma: no cover - a checkout without `make instal
 
 __all__ = ["a2a_pb2", "a2a_pb2_grpc", "pause_pb2", "pause_pb2_grpc"]
 
-# The services this binding serves: (descriptor, the generated add_*_to_server, base class).
+# The services this binding serves (a2a/grpc_door/binding.py builds their handlers).
 SERVICES = (
-    (
-        a2a_pb2.DESCRIPTOR.services_by_name["A2AService"],
-        a2a_pb2_grpc.add_A2AServiceServicer_to_server,
-        a2a_pb2_grpc.A2AServiceServicer,
-    ),
-    (
-        pause_pb2.DESCRIPTOR.services_by_name["TaskdeckPauseService"],
-        pause_pb2_grpc.add_TaskdeckPauseServiceServicer_to_server,
-        pause_pb2_grpc.TaskdeckPauseServiceServicer,
-    ),
+    a2a_pb2.DESCRIPTOR.services_by_name["A2AService"],
+    pause_pb2.DESCRIPTOR.services_by_name["TaskdeckPauseService"],
 )

@@ -17,7 +17,7 @@ import grpc
 from a2a import conf
 
 from . import protos
-from .binding import servicer
+from .binding import method_handlers
 
 # Open streams get this long to end on their own when the process is told to stop; then
 # they are cancelled (`manage.py serve` waits 15 s for its children).
@@ -40,8 +40,13 @@ def build(bind: str) -> tuple[grpc.aio.Server, int]:
     server = grpc.aio.server(
         options=[("grpc.max_receive_message_length", limit), ("grpc.so_reuseport", 0)]
     )
-    for service, add, base in protos.SERVICES:
-        add(servicer(service, base), server)
+    for service in protos.SERVICES:
+        handlers = method_handlers(service)
+        # registered as the generated add_*_to_server registers them
+        server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler(service.full_name, handlers),)
+        )
+        server.add_registered_method_handlers(service.full_name, handlers)
     try:
         port = server.add_insecure_port(bind)
     except RuntimeError as exc:  # grpc's way of saying the address is taken or invalid

@@ -22,7 +22,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from a2a.auth import Principal, Unauthenticated, authenticate
 from a2a.db_faults import discard_connections, is_infrastructure
-from a2a.protocol import agent_card, calls, http_bodies, wire10
+from a2a.protocol import agent_card, calls, http_bodies, status_line, wire10
 from a2a.protocol import stream as streaming
 from a2a.protocol.errors import (
     INTERNAL_ERROR,
@@ -52,6 +52,7 @@ def _response(
     response = JsonResponse(body, status=status)
     if status == 401:
         response["WWW-Authenticate"] = 'Bearer realm="taskdeck"'
+        status_line.say(response, error.text)  # what the SDK's JSON-RPC client shows
     if status in (429, 503):
         response["Retry-After"] = str(error.data.get("retryAfter", 60))
     return response

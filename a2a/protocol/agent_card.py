@@ -1,11 +1,19 @@
 """The agent card, served at /.well-known/agent-card.json and the legacy
-/.well-known/agent.json (0.3 or 1.0 form by the A2A-Version header), with Cache-Control,
-ETag and Last-Modified so clients can poll it cheaply (ConditionalGetMiddleware answers
-If-None-Match / If-Modified-Since with 304).
+/.well-known/agent.json, with Cache-Control, ETag and Last-Modified so clients can poll it
+cheaply (ConditionalGetMiddleware answers If-None-Match / If-Modified-Since with 304).
+
+One card for every client (docs/design/a2a-surface.md, D23): without `A2A-Version` (how
+0.3 clients, and some 1.0 ones, fetch it) the combined card, the 1.0 card with the 0.3
+card's fields added where it has none, as the official a2a-sdk 1.x serves its card
+(`agent_card_to_dict`), so both read it; with `A2A-Version: 1.x` the 1.0 card alone, which
+1.0 schema checks accept (they refuse the 0.3 fields).
 
 The 1.0 card lists every interface Taskdeck serves: JSON-RPC (/a2a/, preferred), HTTP+JSON
 (/a2a/rest) and gRPC (TASKDECK_GRPC_ADDRESS, `host:port`, when a gRPC process serves it).
-The 0.3 card lists JSON-RPC only: the other two bindings speak 1.0.
+The 0.3 card lists JSON-RPC only: the other two bindings speak 1.0. The combined card lists
+the 1.0 interfaces first, then JSON-RPC once more as protocol version 0.3 (the same URL,
+read as 0.3 without the header): a 1.x SDK client picks a 1.0 interface, and the 0.3
+fields (`url`, `preferredTransport`, `additionalInterfaces`) name the 0.3 one.
 
 The authenticated extended card (`extended_card`) is the card as one API key sees it: the
 skills it may start tasks of, and a caller extension naming its tenant, scopes and the
@@ -193,20 +201,48 @@ def extended_card(url: str, version: str, scopes: frozenset[str], tenant: str, m
     return card
 
 
-def wanted_version(request: HttpRequest) -> str:
+def build_card_combined(url: str) -> dict[str, Any]:
+    """The card both versions read: the 1.0 card, the 0.3 JSON-RPC interface added to
+    `supportedInterfaces`, then every field of the 0.3 card the 1.0 card lacks (`url`,
+    `preferredTransport`, `protocolVersion`, `security`, the 0.3 security scheme's
+    `type`…), merged as a2a-sdk's `agent_card_to_dict` merges its compat card: a key
+    already there keeps the 1.0 value, objects merge key by key, lists item by item."""
+    card = build_card_10(url)
+    card["supportedInterfaces"].append(
+        {"url": f"{url}/a2a/", "protocolBinding": "JSONRPC", "protocolVersion": PROTOCOL_VERSION}
+    )
+    return _merge(card, build_card(url))
+
+
+def _merge(into: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    for key, value in extra.items():
+        if key not in into:
+            into[key] = value
+        elif isinstance(value, dict) and isinstance(into[key], dict):
+            _merge(into[key], value)
+        elif isinstance(value, list) and isinstance(into[key], list):
+            for mine, theirs in zip(into[key], value, strict=False):
+                if isinstance(mine, dict) and isinstance(theirs, dict):
+                    _merge(mine, theirs)
+    return into
+
+
+def wanted_version(request: HttpRequest) -> str | None:
+    """ "1.0" or "0.3" as the A2A-Version header says; None without it."""
     header = (request.headers.get("A2A-Version") or "").strip()
     if header:
         return "1.0" if header.split(".", 1)[0] == "1" else "0.3"
-    return conf.TASKDECK.card_default_version
+    return None
 
 
 @csrf_exempt  # read-only: require_safe answers 405 to anything unsafe
 @require_safe
 def agent_card(request: HttpRequest) -> JsonResponse:
-    """Each protocol version gets its own card (the 1.0 schema rejects 0.3 fields and
-    vice versa), chosen by the A2A-Version header like every other request."""
+    """The combined card, or the 1.0 card alone for a caller that says it speaks 1.0.
+    Without the header the 0.3 reading would be the rule for a call, but a card fetch is
+    not a call: 1.0 clients fetch it without the header too (the 1.0 kit does)."""
     url = base_url(request)
-    card = build_card_10(url) if wanted_version(request) == "1.0" else build_card(url)
+    card = build_card_10(url) if wanted_version(request) == "1.0" else build_card_combined(url)
     body = json.dumps(card, sort_keys=True).encode()
     response = JsonResponse(card)
     response["ETag"] = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'

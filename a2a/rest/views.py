@@ -26,7 +26,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from a2a.auth import Unauthenticated, authenticate
 from a2a.db_faults import discard_connections, is_infrastructure
-from a2a.protocol import agent_card, calls, http_bodies, wire10
+from a2a.protocol import agent_card, calls, http_bodies, status_line, wire10
 from a2a.protocol.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -71,6 +71,7 @@ def error_response(error: ProtocolError) -> HttpResponse:
     response = _json(body, status)
     if status == 401:
         response["WWW-Authenticate"] = 'Bearer realm="taskdeck"'
+        status_line.say(response, error.text)
     if status in (429, 503):
         response["Retry-After"] = str(error.data.get("retryAfter", 60))
     return response

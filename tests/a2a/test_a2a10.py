@@ -163,7 +163,9 @@ def http(asgi_server):
         yield client
 
 
-def test_each_version_gets_its_own_card(http, asgi_server):
+def test_one_card_for_both_versions_and_the_1_0_card_alone_on_request(http, asgi_server):
+    """Without A2A-Version: the combined card (docs/design/a2a-surface.md, D23); with
+    `A2A-Version: 1.0`: the 1.0 card alone, which the 1.0 schema accepts."""
     card10 = http.get("/.well-known/agent-card.json", headers=V10).json()
     bindings = [(i["protocolBinding"], i["url"]) for i in card10["supportedInterfaces"]]
     assert bindings[:2] == [
@@ -179,8 +181,24 @@ def test_each_version_gets_its_own_card(http, asgi_server):
     assert not {"url", "preferredTransport", "protocolVersion", "security"} & set(card10)
     pause = card10["capabilities"]["extensions"][0]["params"]
     assert pause["supportsPause"] is True and "ResumeTask" in pause["methods10"]
-    card03 = http.get("/.well-known/agent-card.json").json()
-    assert card03["url"] == f"{asgi_server}/a2a/" and "supportedInterfaces" not in card03
+    both = http.get("/.well-known/agent-card.json").json()
+    # what a 0.3 client reads: the 0.3 card's fields, naming JSON-RPC only
+    assert both["url"] == f"{asgi_server}/a2a/" and both["preferredTransport"] == "JSONRPC"
+    assert both["protocolVersion"] == "0.3.0" and both["security"] == [{"bearer": []}]
+    assert both["capabilities"]["supportsPause"] is True
+    assert both["securitySchemes"]["bearer"]["type"] == "http"
+    # what a 1.0 client reads: the 1.0 card's values, and JSON-RPC once more as 0.3, last
+    assert both["supportedInterfaces"] == [
+        *card10["supportedInterfaces"],
+        {"url": f"{asgi_server}/a2a/", "protocolBinding": "JSONRPC", "protocolVersion": "0.3.0"},
+    ]
+    for key in ("name", "skills", "securityRequirements", "defaultInputModes"):
+        assert both[key] == card10[key]
+    assert {k: both["capabilities"][k] for k in card10["capabilities"]} == card10["capabilities"]
+    bearer = card10["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]
+    assert both["securitySchemes"]["bearer"]["httpAuthSecurityScheme"] == bearer
+    # the 0.3 header gets the combined card too; caches keep the two apart
+    assert http.get("/.well-known/agent-card.json", headers={"A2A-Version": "0.3"}).json() == both
     assert http.get("/.well-known/agent-card.json", headers=V10).headers["Vary"] == "A2A-Version"
 
 

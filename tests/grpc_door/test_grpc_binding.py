@@ -16,6 +16,7 @@ from grpc_status import rpc_status
 from a2a import api_keys
 from a2a.grpc_door.protos import a2a_pb2 as pb
 from a2a.grpc_door.protos import pause_pb2
+from a2a.models import Task
 
 from .conftest import Client, rpc_error
 
@@ -266,6 +267,31 @@ def test_bad_params_are_invalid_argument_with_the_fields(client):
     assert found["ErrorInfo"]["reason"] == "INVALID_PARAMS"
     fields = [v["field"] for v in found["BadRequest"]["fieldViolations"]]
     assert fields == ["message.parts"]
+
+
+GARBAGE = b"not a protobuf \xff\xff"  # 'n' opens field 13 with wire type 6: no such type
+
+
+@pytest.mark.parametrize("rpc", ["SendMessage", "SendStreamingMessage"])
+def test_bytes_that_are_not_the_message_are_invalid_argument(grpc_address, client, rpc):
+    """Issue 32: raw bytes sent on a real channel (no stub to serialize them) are
+    INVALID_ARGUMENT naming the message expected, never UNKNOWN with a Python exception;
+    nothing is written, and a caller without a key still hears UNAUTHENTICATED first."""
+    before = Task.objects.count()
+    with grpc.insecure_channel(grpc_address) as channel:
+        path = f"/lf.a2a.v1.A2AService/{rpc}"
+        call = (channel.unary_stream if rpc == "SendStreamingMessage" else channel.unary_unary)(
+            path, request_serializer=None, response_deserializer=None
+        )
+        error = rpc_error(lambda: list(call(GARBAGE, metadata=client.md())))
+        assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert (
+            error.details() == "the request's bytes are not a protobuf lf.a2a.v1.SendMessageRequest"
+        )
+        assert details(error) == {}  # as a body that is not JSON: no A2A reason applies
+        anonymous = rpc_error(lambda: list(call(GARBAGE, metadata=client.md(token=""))))
+        assert anonymous.code() == grpc.StatusCode.UNAUTHENTICATED
+    assert Task.objects.count() == before
 
 
 def test_cancel_of_a_finished_task_is_a_failed_precondition(client):

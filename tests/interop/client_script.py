@@ -13,6 +13,15 @@ A step may carry its own "token" or "binding" (else the command's). `binding` is
 protocol binding the SDK may use (ClientConfig.supported_protocol_bindings): JSONRPC,
 HTTP+JSON or GRPC; the SDK finds its interface in the card fetched from `base`. A task_id
 arg "$last" stands for the task id of the last event printed with one.
+A step's "client" says which client reads the card (default "sdk"):
+    sdk     create_client(base): the SDK fetches the card, with `A2A-Version: 1.0`
+    plain   a 1.0 client that fetches the card without `A2A-Version` (a plain GET), read
+            by the SDK's parse_agent_card
+    0.3     a 0.3 client: the card (fetched without the header, as the 0.3 line's SDK
+            does) read by the 0.3 card model (a2a.compat.v0_3.types.AgentCard, the 0.3
+            SDK's `AgentCard`), so only its 0.3 fields count; to_core_agent_card then
+            gives the interface the 0.3 fields name, which the SDK speaks 0.3 to
+            (CompatJsonRpcTransport: 0.3 method names, `A2A-Version: 0.3`)
 Output: one JSON object per line, flushed at once so a test can react while a stream runs:
     {"event": {...}}      what the SDK yielded or returned, summarised (see `summary`);
                           for action "card", the card and transport the SDK chose
@@ -57,6 +66,9 @@ import grpc
 import httpx
 from a2a.client import ClientConfig, create_client
 from a2a.client.auth import AuthInterceptor, CredentialService
+from a2a.client.card_resolver import parse_agent_card
+from a2a.compat.v0_3 import types as types_v03
+from a2a.compat.v0_3.conversions import to_core_agent_card
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -163,6 +175,22 @@ class Key(CredentialService):
         return self.token or None
 
 
+async def card_for(base: str, reader: str):
+    """What create_client is given: the base URL (the SDK fetches the card itself), or the
+    card as a client that sends no A2A-Version reads it (see the module's docstring)."""
+    if reader == "sdk":
+        return base
+    async with httpx.AsyncClient(timeout=10.0) as plain:  # no A2A-Version header
+        response = await plain.get(f"{base}/.well-known/agent-card.json")
+        response.raise_for_status()
+        raw = response.json()
+    if reader == "plain":
+        return parse_agent_card(raw)
+    if reader == "0.3":
+        return to_core_agent_card(types_v03.AgentCard.model_validate(raw))
+    raise SystemExit(f"unknown client {reader!r}")
+
+
 async def act(http: httpx.AsyncClient, cmd: dict, step: dict, last: dict) -> None:
     action, args = step["action"], dict(step.get("args") or {})
     if args.get("task_id") == "$last":
@@ -181,7 +209,9 @@ async def act(http: httpx.AsyncClient, cmd: dict, step: dict, last: dict) -> Non
         grpc_channel_factory=channel,
     )
     client = await create_client(
-        cmd["base"], client_config=config, interceptors=[AuthInterceptor(Key(token))]
+        await card_for(cmd["base"], step.get("client", "sdk")),
+        client_config=config,
+        interceptors=[AuthInterceptor(Key(token))],
     )
 
     def out(ev: dict) -> dict:

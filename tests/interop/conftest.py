@@ -273,6 +273,14 @@ def sdk(a2a_server, api_key, binding) -> Iterator[Sdk]:
         yield client
 
 
+@pytest.fixture
+def jsonrpc_sdk(a2a_server, api_key) -> Iterator[Sdk]:
+    """The SDK client over JSON-RPC only, with a valid API key: for what only that binding
+    has (the 0.3 wire format)."""
+    with _client(a2a_server, api_key) as client:
+        yield client
+
+
 @pytest.fixture(scope="module")
 def sdk_cards(a2a_server) -> dict[str, list[dict]]:
     """What the SDK made of our agent card (public: no key needed) for each binding, asked

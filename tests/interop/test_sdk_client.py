@@ -131,9 +131,11 @@ TRANSPORTS = {"JSONRPC": "JsonRpcTransport", "HTTP+JSON": "RestTransport", "GRPC
 # What the SDK raises for a key the server refuses, by binding. A2A has no error reason for
 # authentication: Taskdeck answers 401 (gRPC: UNAUTHENTICATED) with reason INVALID_REQUEST,
 # which the SDK's REST and gRPC transports map to InvalidRequestError; its JSON-RPC
-# transport does not read the body of a non-200 answer.
+# transport does not read the body of a non-200 answer, only its status line, so the words
+# are there too (a2a/protocol/status_line.py): "HTTP Error 401: Client error '401 unknown
+# or revoked API key' for url …".
 REFUSED = {
-    "JSONRPC": ("A2AClientError", "HTTP Error 401"),
+    "JSONRPC": ("A2AClientError", "401 unknown or revoked API key"),
     "HTTP+JSON": ("InvalidRequestError", "unknown or revoked API key"),
     "GRPC": ("InvalidRequestError", "unknown or revoked API key"),
 }
@@ -165,6 +167,48 @@ def test_the_sdk_finds_each_binding_in_the_card(
     # the SDK's AuthInterceptor sends the key as `Authorization: Bearer` because of these
     assert card["security_requirements"] == [["bearer"]]
     assert card["security_schemes"] == {"bearer": "http_auth_security_scheme"}
+
+
+def test_one_card_for_clients_of_both_versions(runtime, jsonrpc_sdk, a2a_server, settle):
+    """Issue 32: the card fetched without `A2A-Version` is read by a 1.0 client (which takes
+    a 1.0 interface from it) and by a 0.3 client (which reads only the 0.3 fields: its
+    `url`, `preferredTransport`, `protocolVersion`), and each then calls the server in its
+    own version."""
+    tck = {"message_id": f"tck-complete-task-{uuid.uuid4()}", "metadata": {"skill": "tck"}}
+    card10, sent10, card03, sent03 = jsonrpc_sdk.steps(
+        ("card", {}, {"client": "plain"}),
+        ("send", tck, {"client": "plain"}),
+        ("card", {}, {"client": "0.3"}),
+        ("send", {**tck, "message_id": f"tck-complete-task-{uuid.uuid4()}"}, {"client": "0.3"}),
+    )
+    jsonrpc_10 = {
+        "protocolBinding": "JSONRPC",
+        "protocolVersion": "1.0",
+        "url": f"{a2a_server}/a2a/",
+    }
+    jsonrpc_03 = {**jsonrpc_10, "protocolVersion": "0.3.0"}
+
+    card = card10[0]["event"]
+    assert card["transport"] == "JsonRpcTransport" and card["url"] == f"{a2a_server}/a2a/"
+    assert card["interfaces"][0] == jsonrpc_10 and card["interfaces"][-1] == jsonrpc_03
+    assert card["security_schemes"] == {"bearer": "http_auth_security_scheme"}
+
+    card = card03[0]["event"]
+    assert card["transport"] == "CompatJsonRpcTransport", card  # the SDK speaking 0.3
+    assert card["url"] == f"{a2a_server}/a2a/"
+    # the 0.3 fields name JSON-RPC only (the other bindings speak 1.0), as version 0.3
+    assert {(i["protocolBinding"], i["url"]) for i in card["interfaces"]} == {
+        ("JSONRPC", f"{a2a_server}/a2a/")
+    }
+    assert {i["protocolVersion"] for i in card["interfaces"]} <= {"0.3", "0.3.0"}
+    assert card["security_requirements"] == [["bearer"]]
+
+    for lines in (sent10, sent03):
+        assert lines[-1] == {"done": True}, lines
+        (ev,) = [line["event"] for line in lines if "event" in line]
+        settle(ev["task_id"])
+        assert ev["state"] == "TASK_STATE_COMPLETED" and ev["text"] == "Hello from TCK"
+        assert Task.objects.get(pk=ev["task_id"]).state == "completed"
 
 
 def test_send_stream_get_and_a_refused_key(sdk, binding, settle, sdk_states):
