@@ -95,8 +95,8 @@ def ending_of(event: TaskEvent, decision: TaskEvent | None = None) -> Ending | N
             text = f"Timed out: {wait} reached its deadline, and its timeout fails the task"
         return Ending("timed_out", by, reason, text)
     if kind == EventKind.FAILED:
-        who = "the agent's error" if by.startswith("agent:") else f"failed by {by}"
-        return Ending("failed", by, reason, f"Failed — {who}: {reason or 'no reason given'}")
+        who = "The agent's error" if by.startswith("agent:") else f"Failed by {by}"
+        return Ending("failed", by, reason, f"{who}: {reason or 'no reason given'}")
     if kind == EventKind.REJECTED:
         return Ending("rejected", by, reason, f"Rejected by {by}: {reason or 'no reason given'}")
     # completed: worth a sentence only after its latest question's approval was rejected
@@ -121,3 +121,19 @@ def ending(task_id: str) -> Ending | None:
     if last.kind == EventKind.COMPLETED:
         decision = events.filter(kind=EventKind.INPUT_PROVIDED).first()
     return ending_of(last, decision)
+
+
+def endings(task_ids: list[str]) -> dict[str, Ending]:
+    """The endings of several tasks (the inbox's withdrawn requests) in one query: a task
+    ends once, so at most one ending event each. Completions are left out (their records
+    say who answered)."""
+    found: dict[str, Ending] = {}
+    if not task_ids:
+        return found
+    kinds = [k for k in ENDING_KINDS if k != EventKind.COMPLETED]
+    rows = TaskEvent.objects.filter(task_id__in=set(task_ids), kind__in=kinds).order_by("id")
+    for event in rows:
+        ended = ending_of(event)
+        if ended is not None:
+            found[event.task_id] = ended
+    return found

@@ -88,7 +88,7 @@ def test_an_agents_error_is_said_once(op, make_task):
     task = make_task("working")
     services.fail_task(task.id, actor=AGENT, reason="ValueError: the model returned garbage")
     text = banner(op.get(f"/tasks/{task.id}").content.decode())
-    assert "Failed — the agent&#x27;s error: ValueError: the model returned garbage" in text
+    assert "The agent&#x27;s error: ValueError: the model returned garbage" in text
     assert text.count("the model returned garbage") == 1  # the last words only repeat it
     assert "last words" not in text
 
@@ -129,3 +129,22 @@ def test_agent_text_in_the_ending_is_escaped(op, make_task):
     services.fail_task(task.id, actor=AGENT, reason="<img src=x onerror=alert(1)>")
     html = op.get(f"/tasks/{task.id}").content.decode()
     assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+
+
+def test_the_inbox_says_how_the_task_of_a_withdrawn_request_ended(op, operator, make_task):
+    task = make_task("input-required")
+    services.cancel_task(task.id, actor=actor_of(operator), reason="asked the wrong team")
+    projection.project_due()
+    with CaptureQueriesContext(connection) as few:
+        html = op.get("/inbox").content.decode()
+    resolved = re.search(r'<ul id="resolved-list".*?</ul>', html, re.S).group(0)
+    assert "Withdrawn" in resolved and (
+        "— <span class=\"resolved-ending\">Canceled by operator:ana while it waited for an "
+        "answer (the question was withdrawn): asked the wrong team</span>"
+    ) in resolved
+    more = make_task("input-required")
+    services.cancel_task(more.id, actor=CLIENT, reason="x")
+    projection.project_due()
+    with CaptureQueriesContext(connection) as many:
+        op.get("/inbox")
+    assert len(many.captured_queries) == len(few.captured_queries)  # one query for them all
