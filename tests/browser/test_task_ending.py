@@ -38,9 +38,7 @@ def test_the_banner_and_the_board_say_why_and_retry_links_both_ways(
         re.compile(r"^Canceled by operator:ana: wrong bucket \(.+\) — last words: Processing")
     )
     failed_line = board.locator(f'#board-rows [data-task="{broken.id}"] .line')
-    expect(failed_line).to_contain_text(
-        "The agent's error: ValueError: the model returned garbage"
-    )
+    expect(failed_line).to_contain_text("The agent's error: ValueError: the model returned garbage")
     expect(failed_line).not_to_contain_text("last words")  # the error is said once
     shot(board, f"ending-board-{name}")
 
@@ -68,7 +66,7 @@ def test_the_banner_and_the_board_say_why_and_retry_links_both_ways(
 
     page.goto(f"/tasks/{batch.id}")
     expect(page.locator("#task-ending")).to_have_text("Canceled by operator:ana: wrong bucket")
-    expect(page.locator("#task-banner")).to_contain_text("The agent’s last words: Processing")
+    expect(page.locator("#task-banner")).to_contain_text("The agent\u2019s last words: Processing")
     expect(page.get_by_role("button", name="Retry from the failed step")).to_have_count(0)
     page.get_by_role("button", name="Re-run").click()
     again = Task.objects.get(rerun_of_id=batch.id)

@@ -40,7 +40,7 @@ def test_a_cancel_says_who_and_why_before_the_agents_last_words(op, operator, ma
     text = banner(op.get(f"/tasks/{task.id}").content.decode())
     said = "Canceled by operator:ana: wrong customer"
     assert said in text
-    assert text.index(said) < text.index("The agent’s last words: Scheduled: continuing")
+    assert text.index(said) < text.index("The agent\u2019s last words: Scheduled: continuing")
     ended = view_entry(task.id)["ended"]
     assert ended == {
         "how": "canceled", "by": "operator:ana", "reason": "wrong customer", "text": said,
@@ -138,10 +138,14 @@ def test_the_inbox_says_how_the_task_of_a_withdrawn_request_ended(op, operator, 
     with CaptureQueriesContext(connection) as few:
         html = op.get("/inbox").content.decode()
     resolved = re.search(r'<ul id="resolved-list".*?</ul>', html, re.S).group(0)
-    assert "Withdrawn" in resolved and (
-        "— <span class=\"resolved-ending\">Canceled by operator:ana while it waited for an "
-        "answer (the question was withdrawn): asked the wrong team</span>"
-    ) in resolved
+    assert (
+        "Withdrawn" in resolved
+        and (
+            '— <span class="resolved-ending">Canceled by operator:ana while it waited for an '
+            "answer (the question was withdrawn): asked the wrong team</span>"
+        )
+        in resolved
+    )
     more = make_task("input-required")
     services.cancel_task(more.id, actor=CLIENT, reason="x")
     projection.project_due()

@@ -34,7 +34,10 @@ def test_a_batch_failed_at_item_7_retries_from_item_7(start, op, tmp_path):
     assert ran(ledger, failed.id) == list(range(8))  # 0-6 done, 7 tried and failed
     assert "item 7: the image service is down" in failed.events.get(kind="failed").reason
     page = op.get(f"/tasks/{failed.id}").content.decode()
-    assert "Retry from the failed step" in page and "the agent&#x27;s error" in page
+    assert (
+        "Retry from the failed step" in page
+        and "The agent&#x27;s error: RuntimeError: item 7" in page
+    )
 
     broken.unlink()  # fixed
     response = op.post(f"/tasks/{failed.id}/retry")
