@@ -51,11 +51,28 @@ def refusal(task: Task, kind: str, steps: int | None = None) -> str:
     return ""
 
 
-def rerun_task(task_id: str, *, actor: Actor, kind: str = RERUN) -> Task:
+def latest_rerun(task_id: str) -> str:
+    """The id of the newest re-run or retry of `task_id`, "" when none (the `rerun_of`
+    index)."""
+    found = (
+        Task.objects.filter(rerun_of_id=task_id)
+        .order_by("-created_at", "-id")
+        .values_list("id", flat=True)
+        .first()
+    )
+    return found or ""
+
+
+def rerun_task(
+    task_id: str, *, actor: Actor, kind: str = RERUN, seen_latest: str | None = None
+) -> Task:
     """A new task repeating ended task `task_id` (module docstring); with kind RETRY,
-    a failed task's recorded steps carried over. Raises TaskNotFound, NotAllowedNow (with
-    `refusal`'s sentence) or ValidationFailed (its agent is no longer offered); nothing is
-    written then."""
+    a failed task's recorded steps carried over. `seen_latest`: the newest re-run the
+    caller's page showed ("" for none); when another was made since — a double click, a
+    second operator — the request is refused instead of making one more (the original's
+    row lock puts the two in order). Raises TaskNotFound, NotAllowedNow (with `refusal`'s
+    sentence) or ValidationFailed (its agent is no longer offered); nothing is written
+    then."""
     if kind not in (RERUN, RETRY):
         raise ValueError(kind)
     with transaction.atomic():
@@ -63,6 +80,12 @@ def rerun_task(task_id: str, *, actor: Actor, kind: str = RERUN) -> Task:
         why = refusal(original, kind)
         if why:
             raise NotAllowedNow(State(original.state), why)
+        if seen_latest is not None and (latest := latest_rerun(original.id)) != seen_latest:
+            raise NotAllowedNow(
+                State(original.state),
+                f"it was re-run meanwhile as {latest}; open that task, or reload this page "
+                "to run it once more",
+            )
         first = Message.objects.filter(task_id=original.id).order_by("seq").first()
         message = IncomingMessage(
             message_id=f"{kind}-{uuid.uuid4()}",

@@ -325,7 +325,8 @@ def task_emit(request: HttpRequest, task_id: str) -> HttpResponse:
 def _rerun(request: HttpRequest, task_id: str, kind: str) -> HttpResponse:
     """Re-run or retry (dashboard.actions.rerun): to the new task's page, or this page
     again with why it was refused (409), the refusal audited."""
-    result, new = actions.rerun(request.user, task_id, kind=kind)
+    seen = (request.POST.get("latest") or "").replace("\x00", "")[:64]
+    result, new = actions.rerun(request.user, task_id, kind=kind, seen_latest=seen)
     if new is not None:
         messages.success(request, result.message)
         return redirect("task-detail", task_id=new.id)

@@ -135,3 +135,22 @@ def test_rerun_needs_a_post(op, make_task):
     task = make_task("failed")
     assert op.get(f"/tasks/{task.id}/rerun").status_code == 405
     assert not Task.objects.exclude(pk=task.pk).exists()
+
+
+def test_a_double_click_makes_one_rerun(op, make_task):
+    """Both posts carry what the page showed (no re-run yet): the second, in order behind
+    the first on the original's row lock, finds one made meanwhile and is refused."""
+    task = make_task("canceled")
+    page = op.get(f"/tasks/{task.id}").content.decode()
+    assert '<input type="hidden" name="latest" value="">' in page
+    first = op.post(f"/tasks/{task.id}/rerun", {"latest": ""})
+    second = op.post(f"/tasks/{task.id}/rerun", {"latest": ""})
+    [made] = Task.objects.filter(rerun_of=task)
+    assert first.status_code == 302 and second.status_code == 409
+    said = f"it was re-run meanwhile as {made.id}; open that task, or reload this page"
+    assert said in second.content.decode()
+    assert [o for o, _ in audit_of(task.id, "rerun")] == ["ok", "refused"]
+    page = op.get(f"/tasks/{task.id}").content.decode()  # reloaded: once more, on purpose
+    assert f'<input type="hidden" name="latest" value="{made.id}">' in page
+    assert op.post(f"/tasks/{task.id}/rerun", {"latest": made.id}).status_code == 302
+    assert Task.objects.filter(rerun_of=task).count() == 2
