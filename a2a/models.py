@@ -70,6 +70,15 @@ class Task(models.Model):
     # API key's owner, "user:<name>" for a signed-in user; "" for tasks made by the system).
     # Restricted principals see and act on their own tenant's tasks only (a2a/access.py).
     owner = models.CharField(max_length=160, blank=True, default="", db_index=True)
+    # A re-run (or a retry from its failed step) of an ended task: the task it repeats,
+    # and which of the two (issue 29; a2a.services.rerun_task). The index answers "re-run
+    # as …" on the original's page.
+    rerun_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reruns"
+    )
+    rerun_kind = models.CharField(
+        max_length=8, blank=True, default="", choices=[("rerun", "re-run"), ("retry", "retry")]
+    )
 
     class Meta:
         permissions = [("operate_task", "Can pause, resume, cancel and answer tasks")]

@@ -47,6 +47,11 @@ class Runner:
     until_settled: Callable[[str, float | None], Awaitable[bool]]
     may_run_here: Callable[[], AbstractContextManager[object]]
     running_here: Callable[[str], asyncio.Future | None] = _nothing_here
+    # the step journal (issue 29, "retry from the failed step"): how many steps a task's
+    # run recorded, and carrying a failed run's steps over to its retry, in the caller's
+    # transaction (`a2a.services.rerun_task`)
+    recorded_steps: Callable[[str], int] = lambda task_id: 0
+    carry_steps: Callable[[str, str], int] = lambda from_id, to_id: 0
 
 
 def _always(task_id: str) -> bool:
@@ -95,6 +100,18 @@ def running_here(task_id: str) -> asyncio.Future | None:
     if run is None or run.get_loop() is not asyncio.get_running_loop():
         return None
     return run
+
+
+def recorded_steps(task_id: str) -> int:
+    """How many steps the task's run recorded (0 without a runtime, or for an agent whose
+    run records none: a hosted ACP agent's)."""
+    return _runner.recorded_steps(task_id)
+
+
+def carry_steps(from_id: str, to_id: str) -> int:
+    """Copy the failed run `from_id`'s recorded steps to the new task `to_id`, so its run
+    replays them and runs the rest; in the caller's transaction. Returns how many."""
+    return _runner.carry_steps(from_id, to_id)
 
 
 async def run_ended(run: asyncio.Future, timeout: float) -> bool:

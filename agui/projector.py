@@ -35,7 +35,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from a2a import notify, periodic
+from a2a import endings, notify, periodic
 from a2a.event_kinds import ENDING_KINDS, EventKind, is_agent_text, is_user_message
 from a2a.formats import pause_facts, text_of, ts
 from a2a.lifecycle import State
@@ -152,6 +152,24 @@ _TOUCHED_BY_AN_END = Prepared(
 )
 
 
+def _ended(
+    event: TaskEvent, answered: TaskEvent | None, previous: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """How the task ended, for its view entry (a2a.endings). No query, but for a
+    completion after a rejection answered in an earlier pass: then its answer, one read
+    through the (task, id) index, once in the task's life."""
+    if event.kind == EventKind.COMPLETED and answered is None:
+        if (previous or {}).get("lastDecision") != "rejected":
+            return None
+        answered = (
+            TaskEvent.objects.filter(task_id=event.task_id, kind=EventKind.INPUT_PROVIDED)
+            .order_by("-id")
+            .first()
+        )
+    found = endings.ending_of(event, answered)
+    return found.as_json() if found is not None else None
+
+
 def project_task(
     task: Task,
     current: ViewTask | None,
@@ -176,7 +194,7 @@ def project_task(
     if previous is None:
         first = refs.message(task.id, 1)
         title = text_of(first.parts if first else None)[: view.TITLE_CHARS]
-    last_interrupt = decision = None
+    last_interrupt = decision = ended = answered = None
     recount = False
     waiting = (previous or {}).get("waitingForWorkerSince")
     texts: list[tuple[dict[str, Any], Any]] = []
@@ -188,6 +206,9 @@ def project_task(
         waiting = _waiting_for_worker(event, waiting)
         if event.kind == EventKind.INPUT_PROVIDED:
             decision = (event.data or {}).get("decision") or "provided"
+            answered = event
+        elif event.kind in ENDING_KINDS:
+            ended = _ended(event, answered, previous)
         if is_agent_text(event.kind, event.data):
             msg = refs.message(task.id, event.data.get("messageSeq"))
             if msg is not None and text_of(msg.parts):
@@ -204,6 +225,7 @@ def project_task(
         artifacts=task.artifacts.count() if recount else None,
         waiting_for_worker_since=waiting,
         decision=decision,
+        ended=ended,
     )
     if run_id is not None:
         entry["lastRunId"] = run_id

@@ -55,6 +55,7 @@ def task_entry(
     artifacts: int | None = None,
     waiting_for_worker_since: str | None = None,
     decision: str | None = None,
+    ended: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The view entry; fields the projector does not recompute carry over from `previous`.
     `version`: the view's own version of the task (agui.models.ViewTask); `taskVersion`
@@ -63,7 +64,9 @@ def task_entry(
     `waiting_for_worker_since`: when a task resumed to work that no worker has taken yet
     was resumed (the projector's `_waiting_for_worker`). `decision`: the answer to the
     task's latest input request ("approved", "rejected", "provided"), when this event
-    answered one; a task that completes after a rejection is shown "Completed · rejected"."""
+    answered one; a task that completes after a rejection is shown "Completed · rejected".
+    `ended`: how the task ended (`a2a.endings.Ending.as_json()`), when this event ended it;
+    the board row says it before the agent's last words. Null while the task runs."""
     previous = previous or {}
     return {
         "taskId": task.id,
@@ -88,6 +91,7 @@ def task_entry(
         "pause": pause_facts(task.current_suspension),
         "waitingForWorkerSince": waiting_for_worker_since,
         "lastDecision": decision or previous.get("lastDecision"),
+        "ended": (ended or previous.get("ended")) if task.state in TERMINAL else None,
         # where it came in (never changes): {door, ref, title}, or null when not recorded
         "origin": (
             {"door": task.origin, "ref": task.origin_ref, "title": task.origin_title}

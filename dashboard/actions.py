@@ -233,6 +233,27 @@ def start_demo(user, skill: str, text: str, metadata: dict[str, Any]) -> tuple[R
     return Result(True, f"started {skill}: {text}"), task
 
 
+def rerun(user, task_id: str, *, kind: str, seen_latest: str) -> tuple[Result, Task | None]:
+    """Re-run an ended task, or retry a failed one from its failed step (kind
+    services.RERUN / RETRY): a new linked task, audited on the original (the detail names
+    the new one); a refusal (still running, failed without steps, a hosted ACP agent's,
+    re-run meanwhile: `seen_latest` is the newest re-run the page showed) is audited too
+    and changes nothing."""
+    action = kind  # "rerun" / "retry"
+    try:
+        task = services.rerun_task(
+            task_id, actor=actor_of(user), kind=kind, seen_latest=seen_latest
+        )
+    except REFUSALS as exc:
+        return refuse(user, action, task_id, explain(exc)), None
+    projection.catch_up([task_id, task.id])
+    retry = kind == services.RETRY
+    done = f"{'retried from its failed step' if retry else 're-run'} as {task.id}"
+    audit(user, action, task_id, ok=True, detail=done)
+    said = f"Started {task.id[:8]}, a {'retry' if retry else 're-run'} of {task_id[:8]}."
+    return Result(True, said), task
+
+
 # --- bulk -------------------------------------------------------------------------------------
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from django.db.models import Q, QuerySet
 from django.db.models.functions import Lower
 
+from a2a.endings import Ending, endings
 from a2a.errors import TaskNotFound, TransitionRefused, refusal_hint
 from a2a.event_kinds import EventKind
 from a2a.lifecycle import PAUSED, Action, move
@@ -238,6 +239,8 @@ class InboxItem:
     interrupt: Interrupt
     task: Task
     title: str
+    # a withdrawn request's task's ending ("Canceled by operator:ana …": a2a.endings)
+    ending: Ending | None = None
 
     @property
     def request(self) -> dict[str, Any]:
@@ -373,6 +376,10 @@ def inbox(
                 hits.append(it)
         items_p = hits
         items_r = [i for i in items_r if hit(i)]
+    withdrawn = [i for i in items_r if (i.interrupt.content or {}).get("stage") == "withdrawn"]
+    ended = endings([i.task.id for i in withdrawn])  # one query for the page
+    for i in withdrawn:
+        i.ending = ended.get(i.task.id)
     # only indexed columns: an index-only scan of `interrupt_kind_pending`
     counted = Interrupt.objects.filter(PENDING, kind=Interrupt.Kind.INPUT_REQUEST)
     waiting = counted.order_by().values("created_at")[:INBOX_COUNT_CAP].count()

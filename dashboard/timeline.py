@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from a2a.event_kinds import EventKind
+from a2a.endings import Ending, ending_of
+from a2a.event_kinds import ENDING_KINDS, EventKind
 from a2a.models import Artifact, Message, Suspension, Task, TaskEvent
 from agui.models import Interrupt
 
@@ -62,6 +63,9 @@ class Detail:
     # when a task resumed to work has waited for a worker to take its run since (None once
     # one did: its `picked_up`); the board says the same from the live view
     waiting_since: datetime | None = None
+    # how it ended (who cancelled and why, which deadline, the agent's error: a2a.endings),
+    # shown before the agent's last words; None while it runs or for a plain completion
+    ending: Ending | None = None
 
 
 OUTPUT = ("progress", "artifact")
@@ -182,9 +186,13 @@ def build(task_id: str) -> Detail:
     entries: list[Entry] = []
     decision = ""
     waiting_since = None
+    answered = ended = None
     for ev in events:
         if ev.kind == EventKind.INPUT_PROVIDED:
             decision = (ev.data or {}).get("decision") or ""
+            answered = ev
+        elif ev.kind in ENDING_KINDS:
+            ended = ev
         if ev.kind == EventKind.RESUMED:
             waiting_since = ev.created_at if ev.to_state == "working" else None
         elif ev.kind == EventKind.PICKED_UP:
@@ -213,6 +221,7 @@ def build(task_id: str) -> Detail:
         title=text_of(first.parts if first else None)[:200],
         outcome="rejected" if task.state == "completed" and decision == "rejected" else "",
         waiting_since=waiting_since if task.state == "working" else None,
+        ending=ending_of(ended, answered) if ended is not None else None,
     )
 
 

@@ -27,6 +27,8 @@ VERBS: dict[str, Verb] = {
         Verb("resume", "Resume", "resumed"),
         Verb("cancel", "Cancel", "canceled"),
         Verb("answer", "Answer", "answered"),
+        Verb("rerun", "Re-run", "re-run"),
+        Verb("retry", "Retry from the failed step", "retried"),
     )
 }
 
@@ -34,7 +36,7 @@ BULK_ACTIONS = ("pause", "resume", "cancel")
 # What the audit log's action filter offers: every action an operator's request is
 # recorded under (dashboard.actions), and the API clients' (selectors.API_EVENT_ACTIONS).
 AUDIT_ACTIONS = [
-    "pause", "resume", "cancel", "answer", "emit-event", "start",
+    "pause", "resume", "cancel", "answer", "emit-event", "start", "rerun", "retry",
     "bulk-pause", "bulk-resume", "bulk-cancel", "bulk",
 ]  # fmt: skip
 

@@ -18,7 +18,16 @@ class RuntimeConfig(AppConfig):
         from django_tasks.signals import task_enqueued, task_finished, task_started
 
         from a2a import events, skills, work
-        from a2a.runtime import beats, checks, doorbell, inline, registry, settle, wakeups  # noqa: F401 (checks)
+        from a2a.runtime import (  # noqa: F401 (checks)
+            beats,
+            checks,
+            doorbell,
+            inline,
+            journal,
+            registry,
+            settle,
+            wakeups,
+        )
 
         events.subscribe(wakeups.on_task_event)
         skills.register(registry.skills)
@@ -30,6 +39,8 @@ class RuntimeConfig(AppConfig):
                 until_settled=settle.until_settled,
                 may_run_here=inline.wanted,
                 running_here=inline.running,
+                recorded_steps=journal.recorded_steps,
+                carry_steps=journal.carry_steps,
             )
         )
         # a worker's beat names the job it runs (scheduler.reclaim_jobs reads it)

@@ -18,6 +18,8 @@ from a2a.services.pausing import (
     pause_task,
     resume_task,
 )
+from a2a.services.reruns import RERUN, RETRY, rerun_task
+from a2a.services.reruns import refusal as rerun_refusal
 from a2a.services.tasks import (
     accepts_output,
     add_artifact,
@@ -36,6 +38,8 @@ from a2a.services.tasks import (
 from a2a.services.wakeups import emit_event
 
 __all__ = [
+    "RERUN",
+    "RETRY",
     "SCHEDULER",
     "SYSTEM",
     "Actor",
@@ -66,6 +70,8 @@ __all__ = [
     "reject_task",
     "report_progress",
     "request_input",
+    "rerun_refusal",
+    "rerun_task",
     "resume_task",
     "start_task",
 ]

@@ -41,9 +41,12 @@ def create_task(
     context_id: str | None = None,
     metadata: dict[str, Any] | None = None,
     origin: Origin | None = None,
+    rerun_of: Task | None = None,
+    rerun_kind: str = "",
 ) -> Task:
     """A new `submitted` task of a skill this Taskdeck offers, holding the client's first
-    message. Referenced tasks must exist."""
+    message. Referenced tasks must exist. `rerun_of`: the ended task this one repeats
+    (`reruns.rerun_task`); the new task is that task's owner's, not the operator's."""
     message.checked()
     checks.skill(skill)
     rate_limits.take("create", actor)  # per key and minute (429 at the doors)
@@ -80,7 +83,9 @@ def create_task(
             origin=origin.door,
             origin_ref=origin.ref,
             origin_title=origin.title,
-            owner=actor.tenant,
+            owner=actor.tenant if rerun_of is None else rerun_of.owner,
+            rerun_of=rerun_of,
+            rerun_kind=rerun_kind,
         )
         msg = append_message(task, message, at, first=True)
         record(

@@ -14,7 +14,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
-from a2a import skills
+from a2a import services, skills, work
 from a2a.errors import TaskNotFound
 from a2a.lifecycle import PAUSED, TERMINAL, State
 from a2a.models import Suspension, Task
@@ -103,6 +103,39 @@ def expected_input(susp: Suspension | None) -> tuple[list[dict[str, Any]], str]:
     return [], ""
 
 
+RERUNS_SHOWN = 5  # "re-run as …" links on the original's page, newest first
+
+
+def _ending(detail: timeline.Detail, state: State) -> dict[str, Any]:
+    """How the task ended (before the agent's last words), the last words unless they
+    only repeat the reason (a failure's text is its reason), and its re-run links and
+    buttons (issue 29). Counts the recorded steps of a failed task only."""
+    task = detail.task
+    if state not in TERMINAL:
+        return {"ending": None, "last_words": "", "can_rerun": False, "can_retry": False}
+    ending = detail.ending
+    parts = task.status_message.parts if task.status_message else []
+    words = " ".join(p.get("text", "") for p in parts if p.get("kind") == "text").strip()
+    if ending is not None and ending.repeats(words):
+        words = ""
+    steps = work.recorded_steps(task.id) if state == State.FAILED else 0
+    refused = services.rerun_refusal(task, services.RERUN)
+    return {
+        "ending": ending,
+        "last_words": words,
+        "can_rerun": not refused,
+        "rerun_refused": refused,
+        "can_retry": not services.rerun_refusal(task, services.RETRY, steps),
+        "recorded_steps": steps,
+    }
+
+
+def _links(task: Task) -> dict[str, Any]:
+    """The task this one re-runs, and the newest re-runs of it (the `rerun_of` index)."""
+    reruns = list(task.reruns.order_by("-created_at", "-id")[:RERUNS_SHOWN]) if task.pk else []
+    return {"rerun_of": task.rerun_of if task.rerun_of_id else None, "reruns": reruns}
+
+
 def context(
     request, task_id: str, *, resume_posted=None, resume_errors=None, **extra
 ) -> dict[str, Any]:
@@ -156,6 +189,8 @@ def context(
         "timeline_filters": timeline.FILTERS,
         **_resume_fields(susp, resume_posted, resume_errors),
         **payloads(detail),
+        **_ending(detail, state),
+        **_links(task),
         "action_sig": f"{task.state}:{susp.handle if susp else ''}:{pending.pk if pending else ''}",
     }
     ctx.update(extra)
@@ -285,3 +320,25 @@ def task_emit(request: HttpRequest, task_id: str) -> HttpResponse:
             request.user, d["name"], d["payload"] or {}, task_id=task_id
         ),
     )  # fmt: skip
+
+
+def _rerun(request: HttpRequest, task_id: str, kind: str) -> HttpResponse:
+    """Re-run or retry (dashboard.actions.rerun): to the new task's page, or this page
+    again with why it was refused (409), the refusal audited."""
+    seen = (request.POST.get("latest") or "").replace("\x00", "")[:64]
+    result, new = actions.rerun(request.user, task_id, kind=kind, seen_latest=seen)
+    if new is not None:
+        messages.success(request, result.message)
+        return redirect("task-detail", task_id=new.id)
+    ctx = context(request, task_id, action_error=(kind, result.message))
+    return render(request, "dashboard/task_detail.html", ctx, status=409)
+
+
+@operator_only("rerun")
+def task_rerun(request: HttpRequest, task_id: str) -> HttpResponse:
+    return _rerun(request, task_id, services.RERUN)
+
+
+@operator_only("retry")
+def task_retry(request: HttpRequest, task_id: str) -> HttpResponse:
+    return _rerun(request, task_id, services.RETRY)

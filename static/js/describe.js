@@ -114,6 +114,14 @@ function deadlineText(pause) {
   return `, times out ${clock(pause.deadline)}, then ${onTimeoutText(pause.onTimeout)}`;
 }
 
+// Do the agent's last words only say the ending's reason again (a failure's text is its
+// reason)? a2a.endings.Ending.repeats is the same rule.
+function repeats(ended, text) {
+  const words = text.split(/\s+/).filter(Boolean).join(" ");
+  const reason = ended.reason || "";
+  return words === reason || (reason.endsWith("…") && words.startsWith(reason.slice(0, -1)));
+}
+
 // "paused by operator:ana: release freeze — since 14:02"
 // "parked: waiting for ci.build.completed:1234 — times out 14:32, then fails"
 // "resumed, waiting for a worker — since 14:05" (working, no worker has taken the run yet)
@@ -144,6 +152,13 @@ export function describe(entry) {
     return `working${step}${text ? `: ${text}` : ""}`;
   }
   const label = STATE_LABELS[s] || s;
+  // how it ended (who cancelled and why, which deadline, the agent's error: the view's
+  // `ended`, a2a.endings) before the agent's last words, which it does not repeat
+  const ended = entry.ended;
+  if (ended && ended.text) {
+    const words = text && !repeats(ended, text) ? ` — last words: ${text}` : "";
+    return `${ended.text} (${clock(entry.updatedAt)})${words}`;
+  }
   return `${label.toLowerCase()} at ${clock(entry.updatedAt)}${text ? `: ${text}` : ""}`;
 }
 

@@ -14,6 +14,7 @@ import pytest
 from django.db import connection
 from playwright.sync_api import Page, expect
 
+from a2a import services
 from tests.browser.conftest import live
 from tests.browser.test_phone_width import tasks  # noqa: F401
 from tests.runtime.conftest import wait_state
@@ -48,7 +49,7 @@ def violations(page: Page) -> list[dict]:
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("size", [(390, 844), (1440, 900)], ids=["phone", "desktop"])
-def test_every_page_passes_axe(open_as, browser, site, operator, tasks, scheme, size):  # noqa: F811
+def test_every_page_passes_axe(open_as, browser, site, operator, tasks, start, scheme, size):  # noqa: F811
     pages = {
         "board": "/",
         "task-parked": f"/tasks/{tasks['parked'].id}",
@@ -65,6 +66,16 @@ def test_every_page_passes_axe(open_as, browser, site, operator, tasks, scheme, 
         live(page)
         if name == "board":
             expect(page.locator("#board-rows .row")).to_have_count(2)
+        if problems := violations(page):
+            found[name] = problems
+    # an ended task (issue 29): why it ended, its Retry and Re-run buttons, and the links
+    # between it and its retry
+    broken = start("flaky", "Summarise the incident")
+    wait_state(broken.id, "failed")
+    retried = services.rerun_task(broken.id, actor=services.SYSTEM, kind=services.RETRY)
+    for name, path in {"task-failed": broken.id, "task-retry": retried.id}.items():
+        page.goto(f"/tasks/{path}")
+        live(page)
         if problems := violations(page):
             found[name] = problems
     # the bulk preview (a page reached by POST): every task matching the board's filter

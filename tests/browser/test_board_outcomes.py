@@ -29,6 +29,10 @@ def test_a_rejected_then_completed_task_reads_rejected_on_the_board(open_as, ope
     chip = page.locator(f'[data-task="{rejected.id}"] .chip')
     expect(chip).to_have_text("Completed · rejected")
     expect(chip).to_have_attribute("data-outcome", "rejected")
+    # who rejected it, and why, before the agent's last words (issue 29)
+    expect(page.locator(f'[data-task="{rejected.id}"] .line')).to_contain_text(
+        "Rejected by client:test: “not now” — the agent stood down"
+    )
     plain = page.locator(f'[data-task="{approved.id}"] .chip')
     expect(plain).to_have_text("Completed")
     expect(plain).not_to_have_attribute("data-outcome", "rejected")

@@ -247,7 +247,7 @@ def test_the_board_counts_states_and_says_what_each_task_waits_for(open_as, oper
     expect(lines[held.id]).to_contain_text(
         re.compile(r"paused by agent:budget: token budget exceeded: spent \d+ of 100 — since")
     )
-    expect(lines[broken.id]).to_contain_text("failed at")
+    expect(lines[broken.id]).to_contain_text("The agent's error: ValueError: the model returned")
     shot(page, "board")
     page.locator('.count[data-state="paused-by-agent"]').click()
     expect(page).to_have_url(re.compile(r"\?state=paused-by-agent$"))

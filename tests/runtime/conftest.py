@@ -31,12 +31,12 @@ from a2a.models import Task
 from a2a.runtime.models import RunLease
 from tests.acp_door.conftest import acp_key, op, open_peer, operator  # noqa: F401 (fixtures)
 from tests.conftest import CLIENT, user_message
-from tests.runtime.agents import asker, flaky, shifty
+from tests.runtime.agents import asker, flaky, fragile, shifty
 
 ROOT = Path(__file__).resolve().parents[2]
 # The misbehaving test agents run in the workers (TASKDECK_EXTRA_AGENTS below); this process
 # offers their skills too, so that the services accept tasks for them.
-skills.register(lambda: [flaky.SKILL, shifty.SKILL, asker.SKILL])
+skills.register(lambda: [flaky.SKILL, shifty.SKILL, asker.SKILL, fragile.SKILL])
 FAST = {
     "TASKDECK_AGENT_DELAY_SCALE": "0.05",
     "TASKDECK_LEASE_SECONDS": "2",
@@ -48,7 +48,7 @@ FAST = {
     "TASKDECK_RETRY_SECONDS": "0.1",
     "TASKDECK_ACP_POLL_SECONDS": "0.05",  # ACP sessions re-read their log (no Redis here)
     "TASKDECK_EXTRA_AGENTS": "tests.runtime.agents.flaky,tests.runtime.agents.shifty,"
-    "tests.runtime.agents.asker",
+    "tests.runtime.agents.asker,tests.runtime.agents.fragile",
     # push: webhooks on 127.0.0.1 (the tests' own servers), quick retries
     "TASKDECK_PUSH_ALLOW_PRIVATE": "1",
     "TASKDECK_PUSH_BACKOFF_SECONDS": "0.2",
