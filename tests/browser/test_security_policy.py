@@ -105,9 +105,9 @@ def test_no_page_violates_the_policies(browser, site, operator, start):
     page.wait_for_timeout(500)  # late reports
     assert not problems, problems
 
-    # last (the address is then locked until the flush): repeated failures from one
-    # address get the lockout page, 429, under Daphne's async middleware stack (Chromium
-    # logs the 429 itself as a failed load)
+    # last (the name is then locked at this address until the flush): repeated failures
+    # for one name from one address get the lockout page, 429, under Daphne's async
+    # middleware stack (Chromium logs the 429 itself as a failed load)
     admin.goto("/login/")
     for _ in range(settings.AXES_FAILURE_LIMIT):
         admin.get_by_label("Username").fill("mallory")
