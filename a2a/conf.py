@@ -248,7 +248,7 @@ class Taskdeck(Section):
 
 
 class Rates(Section):
-    """Per API key and minute (a2a/rate_limits.py; 0: off)."""
+    """Per tenant and minute (a2a/rate_limits.py says who is counted; 0: off)."""
 
     key = "RATES"
     create = Whole("TASKDECK_RATE_CREATE", 120, "new tasks", key="create", at_least=0)
