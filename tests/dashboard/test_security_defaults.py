@@ -113,6 +113,23 @@ def test_the_debug_page_for_a_view_that_raises_masks_locals_and_the_message():
     assert "db.internal" in html and "X-Other" in html
 
 
+@override_settings(**LEAKY)
+def test_the_debug_page_masks_the_session_cookie(operator):
+    """A signed-in browser's error page: its COOKIES table and META show no session or
+    CSRF value (issue 32: it showed the raw sessionid, and META's CSRF_COOKIE)."""
+    client = Client(raise_request_exception=False)
+    client.force_login(operator)
+    client.cookies["csrftoken"] = "c" * 32
+    session_key = client.cookies[settings.SESSION_COOKIE_NAME].value
+    html = client.get("/boom").content.decode()
+    assert "RuntimeError" in html and 'id="cookie-info"' in html
+    assert session_key not in html
+    assert "c" * 32 not in html
+    shown = re.findall(r"<td>(\w+)</td>\s*<td class=\"code\"><pre>&#x27;(.*?)&#x27;", html)
+    assert (settings.SESSION_COOKIE_NAME, MASK) in shown
+    assert ("csrftoken", MASK) in shown and ("CSRF_COOKIE", MASK) in shown
+
+
 def test_the_filter_is_the_default_one_and_masks_by_name_too():
     from django.views.debug import get_default_exception_reporter_filter
 
