@@ -4,7 +4,9 @@ Shared by the JSON-RPC endpoint and the REST endpoints (as a DRF authentication 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib import import_module
 
+from django.conf import settings
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 
@@ -59,13 +61,24 @@ def user_actor(user) -> Actor:
     return Actor("operator", user.get_username(), tenant=f"user:{user.get_username()}")
 
 
-def still_valid(actor: Actor) -> bool:
-    """May the caller behind `actor` still use what it opened (a stream, a socket, an ACP
-    session)? An API key that was revoked or deleted may not; the other kinds are checked by
-    their door (a dashboard user's session)."""
+def still_valid(actor: Actor, session_key: str | None = None) -> bool:
+    """May the caller behind `actor` still use what it opened (a stream, a run, a socket,
+    an ACP session)? An API key that was revoked or deleted may not; nor may a dashboard
+    user whose session (`session_key`, the one the run or socket was opened with) has
+    ended — signed out or expired (issue 32: a signed-out session's AG-UI run streamed
+    on). One small read, made only at the caller's revalidation cadence."""
+    if session_key is not None:
+        return session_alive(session_key)
     if actor.kind != "apikey":
         return True
     return ApiKey.objects.filter(name=actor.name, revoked_at__isnull=True).exists()
+
+
+def session_alive(session_key: str) -> bool:
+    """Is this session still signed in? Not after a sign-out (deleted) or its idle expiry
+    (the store loads nothing for an expired session)."""
+    store = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
+    return "_auth_user_id" in store.load()
 
 
 def revalidate_seconds() -> float:

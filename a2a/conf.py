@@ -40,6 +40,7 @@ from a2a.setting_kinds import (
     FernetKeys,
     Mapped,
     Names,
+    Networks,
     Number,
     Refused,
     Relation,
@@ -92,6 +93,17 @@ class Site(Section):
     secure_cookies = Switch("TASKDECK_SECURE_COOKIES", False, "session and CSRF cookies: HTTPS")
     login_failure_limit = Whole(
         "TASKDECK_LOGIN_FAILURE_LIMIT", 5, "failed sign-ins before a lockout", at_least=1
+    )
+    login_address_failure_limit = Whole(
+        "TASKDECK_LOGIN_ADDRESS_FAILURE_LIMIT",
+        50,
+        "failed sign-ins from one address, for any names, before it is locked out",
+        at_least=1,
+    )
+    trusted_proxies = Networks(
+        "TASKDECK_TRUSTED_PROXIES",
+        [],
+        "proxies whose X-Forwarded-For names the client (addresses or CIDRs)",
     )
     login_cooloff_minutes = Number(
         "TASKDECK_LOGIN_COOLOFF_MINUTES", 15, "how long a lockout lasts", more_than=0
@@ -230,7 +242,7 @@ class Taskdeck(Section):
 
 
 class Rates(Section):
-    """Per API key and minute (a2a/rate_limits.py; 0: off)."""
+    """Per tenant and minute (a2a/rate_limits.py says who is counted; 0: off)."""
 
     key = "RATES"
     create = Whole("TASKDECK_RATE_CREATE", 120, "new tasks", key="create", at_least=0)

@@ -1,15 +1,23 @@
-"""Per-key rate limits (issue 12, item 5): how many tasks a key may create, and how many
-times it may re-subscribe (a fresh snapshot costs the server more than a live stream),
-per minute. A caller past its limit gets RateLimited with the seconds to wait; each door
-answers it as 429 with Retry-After (JSON-RPC: HTTP 429, code -32029; AG-UI runs: RUN_ERROR
-`rate_limited`; ACP: -32029 with data.retryAfter; the AG-UI socket: an error message).
+"""Rate limits per tenant (issue 12, item 5; per tenant since issue 32): how many tasks a
+tenant may create, and how many times it may re-subscribe (a fresh snapshot costs the
+server more than a live stream), per minute. A caller past its limit gets RateLimited
+with the seconds to wait; each door answers it as 429 with Retry-After (JSON-RPC: HTTP
+429, code -32029; AG-UI runs: RUN_ERROR `rate_limited`; ACP: -32029 with data.retryAfter;
+the AG-UI socket: an error message).
 
-Only API keys (and anonymous callers) are limited: operators act through the dashboard.
-Socket opens (the AG-UI WebSocket, agui/consumers.py; issue 31) are the exception: they
-are counted per tenant (every key of one owner shares the count; a dashboard user is a
-tenant of their own) and for every kind of caller, operators too, since each open costs
-the web process an authentication and a snapshot whoever asks. Over the limit the socket
-is closed with 4429 and a reason saying when to retry.
+Counted per tenant, not per key: every key of one owner shares one count (12 keys of one
+tenant made 1,400 tasks in 40 s when each key had its own), anonymous callers are one
+tenant. Who is counted:
+- API keys, operator keys too: a key is automation, and a looping script holding the
+  operator scope costs the server what any other does — more, as it sees every task.
+  An operator key counts for its owner's tenant like the owner's other keys.
+- Dashboard users are not counted for new tasks or resyncs: a person clicking cannot
+  reach the limits, and an operator must not be refused a pause or an answer in an
+  incident because a script of the same name was busy.
+- Socket opens (the AG-UI WebSocket, agui/consumers.py; issue 31) are counted for every
+  kind of caller, dashboard users too (each a tenant of their own), since each open costs
+  the web process an authentication and a snapshot whoever asks. Over the limit the
+  socket is closed with 4429 and a reason saying when to retry.
 Counts live in Django's cache — Redis when REDIS_URL is set, so every process shares them;
 per process on the embedded default (`make run` has two web processes: up to twice the
 limit there). Fixed one-minute windows: simple, and a burst is at
@@ -44,8 +52,8 @@ if TYPE_CHECKING:
     from a2a.services import Actor
 
 WINDOW = 60  # seconds
-LIMITED_KINDS = ("apikey", "anonymous")
-PER_TENANT = ("socket",)  # counted per tenant, for every kind of caller
+LIMITED_KINDS = ("apikey", "anonymous")  # new tasks and resyncs
+EVERY_KIND = ("socket",)  # counted for every kind of caller
 WHAT = {"create": "new tasks", "resync": "resyncs", "socket": "socket opens"}
 cache_breaker = Breaker(BREAKER_SECONDS)  # open: the cache just failed, do not count
 
@@ -57,9 +65,9 @@ class RateLimited(TaskError):
 
 
 def take(what: str, actor: Actor) -> None:
-    """Count one `what` ("create" | "resync" | "socket") for `actor`; RateLimited past
-    its limit."""
-    if actor.kind not in LIMITED_KINDS and what not in PER_TENANT:
+    """Count one `what` ("create" | "resync" | "socket") for `actor`'s tenant; RateLimited
+    past its limit."""
+    if actor.kind not in LIMITED_KINDS and what not in EVERY_KIND:
         return
     limit = conf.RATES.per_minute(what)
     if limit <= 0:
@@ -68,9 +76,8 @@ def take(what: str, actor: Actor) -> None:
         return
     now = time.time()
     window = int(now // WINDOW)
-    who = f"{actor.kind}:{actor.name}"
-    if what in PER_TENANT and actor.tenant:
-        who = f"tenant:{actor.tenant}"
+    # a tenant is "key:<owner>", "user:<name>" or "anonymous": never two kinds under one
+    who = f"tenant:{actor.tenant}" if actor.tenant else f"{actor.kind}:{actor.name}"
     key = f"taskdeck:rate:{what}:{who}:{window}"
     try:
         cache.add(key, 0, timeout=WINDOW * 2)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import ipaddress
 import math
 import os
 from collections.abc import Callable, Iterator, Mapping
@@ -250,6 +251,23 @@ class FernetKeys(Names):
                 ok = False
             if not ok:  # the key itself is never repeated in a message
                 return f"key {i} is not a Fernet key (URL-safe base64 of 32 bytes)"
+        return None
+
+
+class Networks(Names):
+    """Addresses or networks (CIDR), each as `ipaddress.ip_network` reads it (host bits
+    allowed: `10.0.0.7/24` means 10.0.0.0/24)."""
+
+    what = "a list of addresses or CIDR networks"
+
+    def problem(self, value: Any) -> str | None:
+        if (why := super().problem(value)) is not None:
+            return why
+        for item in value:
+            try:
+                ipaddress.ip_network(item, strict=False)
+            except ValueError:
+                return f"{item}: not an address or a CIDR network"
         return None
 
 

@@ -33,13 +33,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from importlib import import_module
 from typing import Any
 
 from ag_ui.core import ActivitySnapshotEvent, StateSnapshotEvent
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
-from django.conf import settings
 
 from a2a import rate_limits
 from a2a.auth import (
@@ -84,13 +82,6 @@ def _missing(task_id: str, after: int, before: int) -> list[fanout.Row]:
         .order_by("id")
         .values_list("id", "task_id", "version", "type", "event")
     )
-
-
-def _signed_in(session_key: str) -> bool:
-    """Is this session still signed in? Not after a logout (deleted) or its idle expiry
-    (the store loads nothing for an expired session)."""
-    store = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
-    return "_auth_user_id" in store.load()
 
 
 def _principal_from_headers(headers: list[tuple[bytes, bytes]]) -> Actor | None:
@@ -196,10 +187,7 @@ class ViewConsumer(AsyncWebsocketConsumer):
         key = getattr(session, "session_key", None) if self.who.kind == "operator" else None
         while True:
             await asyncio.sleep(revalidate_seconds())  # a period, not a synchronisation
-            if key is not None:
-                alive = await database_sync_to_async(_signed_in)(key)
-            else:
-                alive = await database_sync_to_async(still_valid)(self.who)
+            alive = await database_sync_to_async(still_valid)(self.who, key)
             if not alive:
                 await self.close(code=4401)
                 return

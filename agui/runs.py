@@ -288,7 +288,9 @@ def _in_pool(fn):
     return database_sync_to_async(guarded(fn), thread_sensitive=False)
 
 
-async def _stream(run: RunAgentInput, actor: services.Actor) -> AsyncIterator[bytes]:
+async def _stream(
+    run: RunAgentInput, actor: services.Actor, session_key: str | None = None
+) -> AsyncIterator[bytes]:
     """The run's SSE body (the module's docstring lists what it sends): start the run,
     relay its task's AG-UI log until the task stops, then say how the run ended; the
     outcome is recorded whatever happens (bridge.finish_run) — unless the database is
@@ -344,12 +346,13 @@ async def _stream(run: RunAgentInput, actor: services.Actor) -> AsyncIterator[by
         quiet_since = loop.time()
         while True:
             if loop.time() >= check_at:
-                async for got in _through_outage(valid, actor):
+                async for got in _through_outage(valid, actor, session_key):
                     if isinstance(got, bytes):
                         yield got
-                    elif not got.value:  # the key was revoked while the run streamed
+                    elif not got.value:  # the key was revoked, the session ended
                         outcome = "revoked"
-                        yield _enc(RunErrorEvent(message="the API key was revoked", code="revoked"))
+                        gone = "the session has ended" if session_key else "the API key was revoked"
+                        yield _enc(RunErrorEvent(message=gone, code="revoked"))
                         return
                 check_at = loop.time() + every
             async for got in _through_outage(fetch, plan.task_id, held):
@@ -491,8 +494,10 @@ async def run_endpoint(request: HttpRequest):
     except ValidationError as exc:
         errors = exc.errors(include_url=False, include_context=False, include_input=False)
         return JsonResponse({"detail": "not a RunAgentInput", "errors": errors}, status=422)
+    # a dashboard user's run ends with the session it was started in (sign-out, expiry)
+    session_key = None if request.headers.get("Authorization") else request.session.session_key
     response = StreamingHttpResponse(
-        _stream(run, actor), content_type=EventEncoder().get_content_type()
+        _stream(run, actor, session_key), content_type=EventEncoder().get_content_type()
     )
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"

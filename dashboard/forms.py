@@ -212,3 +212,14 @@ def summarise(values: dict[str, Any]) -> str:
             text = json.dumps(value) if not isinstance(value, str) else value
         out.append(f"{name}={text}")
     return "; ".join(out)[:500]
+
+
+class ReleaseLockoutForm(forms.Form):
+    """Release a sign-in lockout (dashboard/pages/lockouts.py): a name at an address, or
+    (no name) an address for every name."""
+
+    username = forms.CharField(required=False, max_length=255)
+    ip_address = forms.GenericIPAddressField(
+        error_messages={"required": "Say which address.", "invalid": "Not an IP address."}
+    )
+    reason = reason_field()

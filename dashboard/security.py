@@ -5,6 +5,10 @@
   tokens, wherever they appear — settings (also nested, as the Redis URL inside
   CHANNEL_LAYERS), request headers, a frame's local variables, the exception's message —
   besides Django's own rule of hiding whatever a secret-sounding name holds.
+- The session and CSRF cookies are hidden by their (configurable) names wherever a name
+  goes with a value: the debug page's COOKIES table, a dict in a frame's locals. Django
+  hides `csrftoken` (TOKEN) but showed `sessionid` — a signed-in session to whoever sees
+  the page (issue 32).
 
 Sign-in throttling is in dashboard/auth_backends.py (it imports django-axes, which needs
 the app registry; this module must import even while an error during start-up is shown).
@@ -15,6 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from django.conf import settings
 from django.views.debug import ExceptionReporter, SafeExceptionReporterFilter
 
 SUBSTITUTE = SafeExceptionReporterFilter.cleansed_substitute
@@ -46,6 +51,12 @@ class SecretsFilter(SafeExceptionReporterFilter):
     )
 
     def cleanse_setting(self, key, value):
+        if isinstance(key, str) and key in (
+            settings.SESSION_COOKIE_NAME,
+            settings.CSRF_COOKIE_NAME,
+            "CSRF_COOKIE",  # request.META: where CsrfViewMiddleware keeps the token
+        ):  # the names say nothing secret, their values are credentials
+            return SUBSTITUTE
         # type(), not isinstance(): lazy objects pass for str but are not (axes has some)
         if type(value) is str and not (isinstance(key, str) and self.hidden_settings.search(key)):
             return scrub(value)

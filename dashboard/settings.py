@@ -229,20 +229,26 @@ SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = site.secure_cookies
 DEFAULT_EXCEPTION_REPORTER_FILTER = "dashboard.security.SecretsFilter"
 DEFAULT_EXCEPTION_REPORTER = "dashboard.security.SecretsReporter"
 
-# Sign-in throttling (django-axes) on /login/ and /admin/login/: after
-# TASKDECK_LOGIN_FAILURE_LIMIT failures for one account (from any address) or from one
-# address (for any account), sign-ins stop for TASKDECK_LOGIN_COOLOFF_MINUTES and get a
-# 429 page. Counts live in the database, shared by every web process. The address is
-# REMOTE_ADDR: behind a proxy run Daphne with --proxy-headers, and have the proxy replace
-# X-Forwarded-For (docs/production.md), or every client shares the proxy's address.
+# Sign-in throttling (django-axes) on /login/ and /admin/login/ (dashboard/auth_backends.py
+# says why): after TASKDECK_LOGIN_FAILURE_LIMIT failures for one user name from one address,
+# or TASKDECK_LOGIN_ADDRESS_FAILURE_LIMIT from one address for any names, sign-ins of that
+# pair (that address) stop for TASKDECK_LOGIN_COOLOFF_MINUTES and get a 429 page; other
+# names at the address, and the name from other addresses, still sign in. Counts live in the
+# database, shared by every web process; operators release a lockout at /lockouts. The
+# address is the TCP peer; X-Forwarded-For is read only from TASKDECK_TRUSTED_PROXIES
+# (docs/production.md), so a client cannot choose the address it is counted under.
 AUTHENTICATION_BACKENDS = [
     "dashboard.auth_backends.LoginThrottle",  # refuses locked-out attempts; signs no one in
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_FAILURE_LIMIT = site.login_failure_limit
 AXES_COOLOFF_TIME = timedelta(minutes=site.login_cooloff_minutes)
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]  # the pair, together
+AXES_HANDLER = "dashboard.auth_backends.PairAndAddressHandler"  # + the per-address bound
+AXES_CLIENT_IP_CALLABLE = "dashboard.auth_backends.client_address"
 AXES_LOCKOUT_CALLABLE = "dashboard.auth_backends.lockout_response"  # locked_out.html
+TASKDECK_LOGIN_ADDRESS_FAILURE_LIMIT = site.login_address_failure_limit
+TASKDECK_TRUSTED_PROXIES = site.trusted_proxies
 AXES_HTTP_RESPONSE_CODE = 429
 
 # Idle sessions end: a signed-in session lasts TASKDECK_SESSION_IDLE_MINUTES (default 60)

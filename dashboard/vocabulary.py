@@ -37,7 +37,7 @@ BULK_ACTIONS = ("pause", "resume", "cancel")
 # recorded under (dashboard.actions), and the API clients' (selectors.API_EVENT_ACTIONS).
 AUDIT_ACTIONS = [
     "pause", "resume", "cancel", "answer", "emit-event", "start", "rerun", "retry",
-    "bulk-pause", "bulk-resume", "bulk-cancel", "bulk",
+    "bulk-pause", "bulk-resume", "bulk-cancel", "bulk", "release-sign-in",
 ]  # fmt: skip
 
 # What each pause mode means for the agent (the audit detail of a pause, the dashboard's or

@@ -15,6 +15,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
 from acp import PROTOCOL_VERSION, RequestError
@@ -51,6 +52,16 @@ SUSPEND_CAPS = {
     "resumeCauses": RESUME_CAUSES,
 }
 db = database_sync_to_async
+
+
+def _absolute_cwd(request: BaseModel | None) -> None:
+    """ACP: a `cwd` (session/new, load, resume, list's filter) must be an absolute path; a
+    relative one means nothing to a session that may run anywhere, so it is refused (-32602)
+    before anything is written. POSIX and Windows forms are both absolute paths."""
+    cwd = getattr(request, "cwd", None)
+    if cwd is None or PurePosixPath(cwd).is_absolute() or PureWindowsPath(cwd).is_absolute():
+        return
+    raise invalid_params({"cwd": [f"must be an absolute path, not {cwd[:200]!r}"]})
 
 
 @dataclass
@@ -101,6 +112,7 @@ class Door:
             if model is None and not isinstance(params, dict):
                 raise invalid_params({"": ["params must be an object"]})
             request = model.model_validate(params) if model is not None else None
+            _absolute_cwd(request)
             try:
                 return await handler(request, raw)
             except RequestError:

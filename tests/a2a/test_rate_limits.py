@@ -1,6 +1,7 @@
-"""Per-key rate limits (issue 12, item 5): past its limit a key gets 429 with Retry-After
-on every door that creates tasks or re-subscribes, and nothing is written; operators are
-not limited. The suite turns the limits off (tests/settings.py); these tests set them."""
+"""Rate limits per tenant (issue 12, item 5; issue 32): past its limit a tenant gets 429
+with Retry-After on every door that creates tasks or re-subscribes, and nothing is
+written; the keys of one owner share one count, operator keys are counted, dashboard users
+are not. The suite turns the limits off (tests/settings.py); these tests set them."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import httpx
 import pytest
 from django.core.cache import cache
 
-from a2a import rate_limits, services
+from a2a import api_keys, rate_limits, services
 from a2a.models import Task
 from tests.conftest import Rpc, start_daphne, stop_daphne, user_message
 
@@ -52,17 +53,43 @@ def send(rpc, n: int):
     return rpc.raw({"jsonrpc": "2.0", "id": n, "method": "message/send", "params": body})
 
 
-def test_the_core_counts_per_key_and_operators_are_not_counted(limits, unchanged):
+def test_the_core_counts_per_tenant_operator_keys_too_and_not_dashboard_users(limits, unchanged):
     services.create_task(user_message("1"), actor=KEY, skill="approval")
-    services.create_task(user_message("2"), actor=KEY, skill="approval")
-    with unchanged(), pytest.raises(rate_limits.RateLimited) as third:
+    sibling = services.Actor("apikey", "busy-2", tenant="key:busy", restricted=True)
+    services.create_task(user_message("2"), actor=sibling, skill="approval")
+    with unchanged(), pytest.raises(rate_limits.RateLimited) as third:  # one count for both
         services.create_task(user_message("3"), actor=KEY, skill="approval")
     assert 1 <= third.value.retry_after <= 60
     other = services.Actor("apikey", "calm", tenant="key:calm", restricted=True)
     services.create_task(user_message("4"), actor=other, skill="approval")  # its own count
+    ops_key = services.Actor("apikey", "ops", tenant="key:ops", restricted=False)
+    for i in range(2):
+        services.create_task(user_message(f"ops {i}"), actor=ops_key, skill="approval")
+    with pytest.raises(rate_limits.RateLimited):
+        services.create_task(user_message("ops 3"), actor=ops_key, skill="approval")
     operator = services.Actor("operator", "ana", tenant="user:ana")
     for i in range(5):
         services.create_task(user_message(f"op {i}"), actor=operator, skill="approval")
+
+
+def test_over_http_more_keys_of_one_owner_buy_no_more_tasks(limited, unchanged):
+    """The key of the `limited` server and a second key of the same owner: the second
+    one's first send is the tenant's third. An operator-scope key is refused as well."""
+    rpc = limited
+    _, sibling = api_keys.create_key("sibling", ["read", "write"], owner="test-client")
+    assert send(rpc, 1).status_code == 200
+    assert send(rpc, 2).status_code == 200
+    with unchanged():
+        refused = rpc.raw(
+            {"jsonrpc": "2.0", "id": 3, "method": "message/send",
+             "params": {"message": {"role": "user", "messageId": "m3",
+                                    "parts": [{"kind": "text", "text": "job 3"}]}}},
+            token=sibling,
+        )  # fmt: skip
+    assert refused.status_code == 429 and refused.json()["error"]["code"] == -32029
+    _, ops = api_keys.create_key("ops", ["read", "write", "operator"])
+    answers = [send(Rpc(rpc.http, ops), n).status_code for n in (11, 12, 13)]
+    assert answers == [200, 200, 429]
 
 
 def test_json_rpc_answers_429_with_retry_after_and_writes_nothing(limited, unchanged):

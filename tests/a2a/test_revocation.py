@@ -1,6 +1,7 @@
-"""Revoking a key, or signing out, ends what it opened (issue 12, finding 3): an SSE stream,
-an AG-UI run, a WebSocket — within TASKDECK_REVALIDATE_SECONDS (0.5 s in the tests, 5 s by
-default). Each test reads until the thing ends; the client's timeout is the bound."""
+"""Revoking a key, or signing out, ends what it opened (issue 12, finding 3; a session's
+AG-UI run since issue 32): an SSE stream, an AG-UI run, a WebSocket — within
+TASKDECK_REVALIDATE_SECONDS (0.5 s in the tests, 5 s by default). Each test reads until
+the thing ends; the client's timeout is the bound."""
 
 from __future__ import annotations
 
@@ -70,6 +71,54 @@ def test_a_revoked_keys_agui_run_ends_with_run_error(asgi_server, key):
     )
     assert events[0]["type"] == "RUN_STARTED"
     assert events[-1] == {**events[-1], "type": "RUN_ERROR", "code": "revoked"}
+
+
+def test_signing_out_ends_the_sessions_agui_run(asgi_server, operator):
+    """A dashboard user's run (session cookie + CSRF, no key) ends with RUN_ERROR once
+    that session signs out (issue 32: it streamed on for 18 s, `still_valid` was True for
+    every principal but a key)."""
+    browser = Client()
+    browser.force_login(operator)
+    csrf = "k" * 32
+    cookies = {"sessionid": browser.cookies["sessionid"].value, "csrftoken": csrf}
+    run = {
+        "threadId": "t-session", "runId": "r-session", "state": {}, "tools": [],
+        "context": [], "forwardedProps": {},
+        "messages": [{"id": "u1", "role": "user", "content": "Roll out"}],
+    }  # fmt: skip
+    events: list[dict] = []
+    with (
+        httpx.Client(base_url=asgi_server, timeout=BOUND, cookies=cookies) as http,
+        http.stream("POST", "/agui/run", json=run, headers={"X-CSRFToken": csrf}) as r,
+    ):
+        assert r.status_code == 200
+        for line in r.iter_lines():
+            if line.startswith("data: "):
+                events.append(json.loads(line[6:]))
+                if len(events) == 1:
+                    assert events[0]["type"] == "RUN_STARTED"
+                    browser.post("/logout/")  # the session is gone from the store
+    assert events[-1] == {
+        **events[-1], "type": "RUN_ERROR", "code": "revoked",
+        "message": "the session has ended",
+    }  # fmt: skip
+    assert [e["type"] for e in events].count("RUN_ERROR") == 1
+
+
+def test_an_unrelated_sign_out_leaves_a_sessions_run_alone(operator):
+    """Another session of the same user signing out ends only its own runs: the check
+    is by the session the run was opened with."""
+    from a2a.auth import still_valid
+
+    mine, other = Client(), Client()
+    mine.force_login(operator)
+    other.force_login(operator)
+    actor = services.Actor("operator", "ana", tenant="user:ana")
+    key = mine.cookies["sessionid"].value
+    other.post("/logout/")
+    assert still_valid(actor, key)
+    mine.post("/logout/")
+    assert not still_valid(actor, key)
 
 
 def ws_url(asgi_server: str) -> str:

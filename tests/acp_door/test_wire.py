@@ -118,6 +118,10 @@ def test_every_bad_line_is_answered_and_the_agent_keeps_serving(raw_agent, uncha
 REFUSED_CALLS = [
     ("session/unknown", {}, -32601),
     ("session/new", {"cwd": 5, "mcpServers": []}, -32602),
+    ("session/new", {"cwd": "work/app", "mcpServers": []}, -32602),  # relative (issue 32)
+    ("session/new", {"cwd": "", "mcpServers": []}, -32602),
+    ("session/new", {"cwd": "C:relative", "mcpServers": []}, -32602),
+    ("session/list", {"cwd": "."}, -32602),
     ("session/new", "not an object", -32602),
     ("session/new", {"cwd": "/w\u0000x", "mcpServers": []}, -32602),  # NUL: cannot be stored
     ("session/new", {"cwd": "/w\ud800", "mcpServers": []}, -32602),  # lone surrogate
@@ -140,6 +144,8 @@ REFUSED_CALLS = [
     ("session/suspend", {"sessionId": "sess-nope"}, -32002),
     ("session/resume", {"sessionId": "sess-nope", "cwd": "/w", "handle": "h"}, -32002),
     ("session/load", {"sessionId": 7, "cwd": "/w", "mcpServers": []}, -32602),
+    ("session/load", {"sessionId": "sess-nope", "cwd": "../w", "mcpServers": []}, -32602),
+    ("session/resume", {"sessionId": "sess-nope", "cwd": "w"}, -32602),
     ("authenticate", {"methodId": "password"}, -32602),
 ]
 
@@ -154,6 +160,18 @@ def test_bad_requests_get_their_error_with_their_id_and_write_nothing(raw_agent,
     assert AcpSession.objects.count() == 0
     assert raw_agent.call(99, "session/list", {})["result"] == {"sessions": []}
     assert raw_agent.proc.poll() is None
+
+
+def test_a_relative_cwd_is_refused_with_a_reason_and_absolute_ones_are_taken(raw_agent):
+    refused = raw_agent.call(1, "session/new", {"cwd": "src", "mcpServers": []})["error"]
+    assert refused["code"] == -32602
+    assert refused["data"]["errors"] == {"cwd": ["must be an absolute path, not 'src'"]}
+    for i, cwd in enumerate(("/w", "C:\\Users\\ana\\app", "\\\\host\\share\\app"), start=2):
+        assert (
+            "sessionId"
+            in raw_agent.call(i, "session/new", {"cwd": cwd, "mcpServers": []})["result"]
+        ), cwd
+    assert AcpSession.objects.count() == 3
 
 
 def test_stdout_carries_protocol_lines_only(raw_agent):

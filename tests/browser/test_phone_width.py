@@ -73,6 +73,7 @@ TOPBAR = {
     "inbox": '.topbar nav a[href="/inbox"]',
     "demo": '.topbar nav a[href="/demo"]',
     "audit": '.topbar nav a[href="/audit"]',
+    "lockouts": '.topbar nav a[href="/lockouts"]',
     "live": "#conn",
     "who": ".who",
     "signout": ".topbar-right button",

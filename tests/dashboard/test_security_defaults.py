@@ -1,7 +1,8 @@
 """Safe defaults (issue 12): debug pages mask credentials, sign-ins are throttled per
-account and per address, idle sessions end, every page carries a Content-Security-Policy
-without inline script or style and a Permissions-Policy, and `POST /api/events` asks a
-signed-in user for the operator role, not for staff status.
+(name, address) and, higher, per address (issue 32), idle sessions end, every page
+carries a Content-Security-Policy without inline script or style and a
+Permissions-Policy, and `POST /api/events` asks a signed-in user for the operator role,
+not for staff status.
 
 (That `serve` refuses a public address with DEBUG on is in tests/test_deploy.py: it needs
 its own process.)"""
@@ -38,7 +39,8 @@ def settings_with(**env: str) -> dict:
     code = (
         "import django, json; django.setup(); from django.conf import settings as s; "
         "print(json.dumps({k: str(getattr(s, k)) for k in ("
-        "'AXES_FAILURE_LIMIT', 'AXES_COOLOFF_TIME', 'SESSION_COOKIE_AGE', "
+        "'AXES_FAILURE_LIMIT', 'TASKDECK_LOGIN_ADDRESS_FAILURE_LIMIT', "
+        "'TASKDECK_TRUSTED_PROXIES', 'AXES_COOLOFF_TIME', 'SESSION_COOKIE_AGE', "
         "'SESSION_SAVE_EVERY_REQUEST')}))"
     )
     clean = {k: v for k, v in os.environ.items() if not k.startswith("TASKDECK_")}
@@ -111,6 +113,23 @@ def test_the_debug_page_for_a_view_that_raises_masks_locals_and_the_message():
     assert "db.internal" in html and "X-Other" in html
 
 
+@override_settings(**LEAKY)
+def test_the_debug_page_masks_the_session_cookie(operator):
+    """A signed-in browser's error page: its COOKIES table and META show no session or
+    CSRF value (issue 32: it showed the raw sessionid, and META's CSRF_COOKIE)."""
+    client = Client(raise_request_exception=False)
+    client.force_login(operator)
+    client.cookies["csrftoken"] = "c" * 32
+    session_key = client.cookies[settings.SESSION_COOKIE_NAME].value
+    html = client.get("/boom").content.decode()
+    assert "RuntimeError" in html and 'id="cookie-info"' in html
+    assert session_key not in html
+    assert "c" * 32 not in html
+    shown = re.findall(r"<td>(\w+)</td>\s*<td class=\"code\"><pre>&#x27;(.*?)&#x27;", html)
+    assert (settings.SESSION_COOKIE_NAME, MASK) in shown
+    assert ("csrftoken", MASK) in shown and ("CSRF_COOKIE", MASK) in shown
+
+
 def test_the_filter_is_the_default_one_and_masks_by_name_too():
     from django.views.debug import get_default_exception_reporter_filter
 
@@ -144,37 +163,62 @@ def assert_locked_out(response) -> None:
 def test_defaults_and_environment_for_throttling_and_idle_sessions():
     assert settings.AXES_FAILURE_LIMIT == 5
     assert settings.AXES_COOLOFF_TIME.total_seconds() == 15 * 60
-    assert settings.AXES_LOCKOUT_PARAMETERS == ["username", "ip_address"]
+    assert settings.AXES_LOCKOUT_PARAMETERS == [["username", "ip_address"]]
+    assert settings.TASKDECK_LOGIN_ADDRESS_FAILURE_LIMIT == 50
+    assert settings.TASKDECK_TRUSTED_PROXIES == []
     assert settings.SESSION_COOKIE_AGE == 60 * 60 and settings.SESSION_SAVE_EVERY_REQUEST
     assert settings_with(
         TASKDECK_LOGIN_FAILURE_LIMIT="7",
+        TASKDECK_LOGIN_ADDRESS_FAILURE_LIMIT="70",
+        TASKDECK_TRUSTED_PROXIES="10.0.0.2, 192.168.0.0/16,::1",
         TASKDECK_LOGIN_COOLOFF_MINUTES="2.5",
         TASKDECK_SESSION_IDLE_MINUTES="15",
     ) == {
         "AXES_FAILURE_LIMIT": "7",
+        "TASKDECK_LOGIN_ADDRESS_FAILURE_LIMIT": "70",
+        "TASKDECK_TRUSTED_PROXIES": "['10.0.0.2', '192.168.0.0/16', '::1']",
         "AXES_COOLOFF_TIME": "0:02:30",
         "SESSION_COOKIE_AGE": "900",
         "SESSION_SAVE_EVERY_REQUEST": "True",
     }
 
 
-def test_an_account_is_locked_after_the_limit_from_any_address(operator, viewer):
-    client = Client()
+def test_a_trusted_proxy_that_is_not_an_address_stops_start_up():
+    code = "import django; django.setup()"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("TASKDECK_")}
+    clean.update(DJANGO_SETTINGS_MODULE="tests.settings", TASKDECK_TRUSTED_PROXIES="proxy.lan")
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=clean, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert "TASKDECK_TRUSTED_PROXIES" in done.stderr
+    assert "proxy.lan: not an address or a CIDR network" in done.stderr
+
+
+def test_a_name_is_locked_at_its_address_only(operator, viewer):
+    """The denial of service of issue 32: five failures for a made-up name from the
+    team's address locked everyone there out."""
     limit = settings.AXES_FAILURE_LIMIT
-    for i in range(limit - 1):
-        wrong = sign_in(client, "ana", "nope", ip=f"10.0.0.{i + 1}")
+    for _ in range(limit - 1):
+        wrong = sign_in(Client(), "ghost", "nope", ip="127.0.0.1")
         assert wrong.status_code == 200 and b"Please enter a correct username" in wrong.content
-    assert_locked_out(sign_in(client, "ana", "nope", ip="10.0.0.99"))
-    # the right password from a new address does not get in either
-    assert_locked_out(sign_in(client, "ana", "pw-ana", ip="10.9.9.9"))
-    assert client.get("/").status_code == 302
-    # another account from one of those addresses is not affected
-    assert sign_in(Client(), "vic", "pw-vic", ip="10.0.0.1").status_code == 302
+    assert_locked_out(sign_in(Client(), "ghost", "nope", ip="127.0.0.1"))
+    assert_locked_out(sign_in(Client(), "ghost", "nope", ip="127.0.0.1"))  # stays locked
+    # the operator (and anyone else) at that address signs in
+    assert sign_in(Client(), "ana", "pw-ana", ip="127.0.0.1").status_code == 302
+    assert sign_in(Client(), "vic", "pw-vic", ip="127.0.0.1").status_code == 302
+    # a real account locked at one address: the right password there does not get in,
+    # from another address it does (someone guessing from afar cannot lock its owner out)
+    for _ in range(limit):
+        sign_in(Client(), "ana", "nope", ip="10.0.0.1")
+    assert_locked_out(sign_in(Client(), "ana", "pw-ana", ip="10.0.0.1"))
+    assert sign_in(Client(), "ana", "pw-ana", ip="10.0.0.2").status_code == 302
 
 
-def test_an_address_is_locked_after_the_limit_whatever_the_account(operator):
-    limit = settings.AXES_FAILURE_LIMIT
-    for i in range(limit - 1):
+@override_settings(TASKDECK_LOGIN_ADDRESS_FAILURE_LIMIT=8)
+def test_an_address_spraying_names_is_locked_for_every_name(operator):
+    for i in range(7):
         assert sign_in(Client(), f"guess{i}", "nope", ip="10.7.7.7").status_code == 200
     assert_locked_out(sign_in(Client(), "guess-last", "nope", ip="10.7.7.7"))
     assert_locked_out(sign_in(Client(), "ana", "pw-ana", ip="10.7.7.7"))
@@ -185,19 +229,55 @@ def test_the_admin_login_counts_and_is_locked_too(operator):
     limit = settings.AXES_FAILURE_LIMIT
     for _ in range(limit - 1):
         assert sign_in(Client(), "ana", "nope", "10.3.3.3", "/admin/login/").status_code == 200
-    assert_locked_out(sign_in(Client(), "ana", "nope", "10.3.3.4", "/admin/login/"))
-    assert_locked_out(sign_in(Client(), "ana", "pw-ana", "10.3.3.5"))  # the same count
+    assert_locked_out(sign_in(Client(), "ana", "nope", "10.3.3.3", "/admin/login/"))
+    assert_locked_out(sign_in(Client(), "ana", "pw-ana", "10.3.3.3"))  # the same count
 
 
 def test_after_the_cool_off_the_account_signs_in_again(operator):
-    for i in range(settings.AXES_FAILURE_LIMIT):
-        sign_in(Client(), "ana", "nope", ip=f"10.4.4.{i}")
-    assert_locked_out(sign_in(Client(), "ana", "pw-ana", ip="10.4.4.200"))
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        sign_in(Client(), "ana", "nope", ip="10.4.4.4")
+    assert_locked_out(sign_in(Client(), "ana", "pw-ana", ip="10.4.4.4"))
     from axes.models import AccessAttempt
 
     past = timezone.now() - settings.AXES_COOLOFF_TIME - timedelta(seconds=1)
     AccessAttempt.objects.update(attempt_time=past)
-    assert sign_in(Client(), "ana", "pw-ana", ip="10.4.4.200").status_code == 302
+    assert sign_in(Client(), "ana", "pw-ana", ip="10.4.4.4").status_code == 302
+
+
+def forwarded(client: Client, username: str, password: str, peer: str, header: str):
+    return client.post(
+        "/login/", {"username": username, "password": password},
+        REMOTE_ADDR=peer, HTTP_X_FORWARDED_FOR=header,
+    )  # fmt: skip
+
+
+def test_x_forwarded_for_from_an_untrusted_peer_is_ignored(operator):
+    """No trusted proxy (the default): a client naming a fresh address in each attempt is
+    still counted under its own."""
+    for i in range(settings.AXES_FAILURE_LIMIT):
+        forwarded(Client(), "ana", "nope", "10.5.5.5", f"203.0.113.{i}")
+    assert_locked_out(forwarded(Client(), "ana", "pw-ana", "10.5.5.5", "203.0.113.77"))
+    assert forwarded(Client(), "ana", "pw-ana", "10.5.5.6", "10.5.5.5").status_code == 302
+    with override_settings(TASKDECK_TRUSTED_PROXIES=["10.9.0.0/16"]):  # another peer's
+        assert_locked_out(forwarded(Client(), "ana", "pw-ana", "10.5.5.5", "203.0.113.78"))
+
+
+@override_settings(TASKDECK_TRUSTED_PROXIES=["10.0.0.2", "172.16.0.0/12"])
+def test_behind_a_trusted_proxy_the_forwarded_client_is_counted(operator):
+    """Every request comes from the proxy; X-Forwarded-For names the client. Read from the
+    right: what the client itself put to the left of its real address is not believed."""
+    for i in range(settings.AXES_FAILURE_LIMIT):
+        # a client at 198.51.100.9 that forges a first hop; two proxies append
+        header = f"203.0.113.{i}, 198.51.100.9, 172.16.4.4"
+        forwarded(Client(), "ana", "nope", "10.0.0.2", header)
+    assert_locked_out(forwarded(Client(), "ana", "pw-ana", "10.0.0.2", "198.51.100.9"))
+    # another client behind the same proxy is not locked out with it
+    assert forwarded(Client(), "ana", "pw-ana", "10.0.0.2", "198.51.100.10").status_code == 302
+    from axes.models import AccessAttempt
+
+    assert set(AccessAttempt.objects.values_list("ip_address", flat=True)) == {"198.51.100.9"}
+    # a proxy that forwards no usable header: counted under the proxy itself
+    assert forwarded(Client(), "ana", "pw-ana", "10.0.0.2", "not-an-ip").status_code == 302
 
 
 def test_force_login_and_authenticate_without_a_request_are_not_throttled(operator):
