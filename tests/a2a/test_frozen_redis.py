@@ -48,9 +48,10 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(90)]
 FREEZE_SECONDS = 8.0  # the scenario
 REDIS_SECONDS = float(django_settings.TASKDECK["REDIS_SECONDS"])
 BOUND = 2 * REDIS_SECONDS  # what a frozen Redis may add to one request (docs/production.md)
-# The request's own work on a busy test machine (0.02-0.1 s measured). A correctness bound,
-# not a benchmark: without the fix a request took the whole freeze.
-MARGIN = 0.5
+# The request's own work on a busy test machine (0.02-0.1 s measured; over 0.5 s at load
+# 35 on 2 cores). A correctness bound, not a benchmark: without the fix a request took the
+# whole freeze (FREEZE_SECONDS), far above this.
+MARGIN = 2.0
 RATES = {"create": 100_000, "resync": 100_000}  # on, so every message/send counts in Redis
 
 
