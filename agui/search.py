@@ -1,0 +1,315 @@
+"""Search over every task, of any age: the documents the projection keeps
+(`agui.models.SearchDoc`, one per task) and the one query that reads them.
+
+Why here: a search document is a projection of the task's committed log, like the view
+entry, so the projection's pass writes it (agui.projection `_pass`, after the A2A writer's
+commit): the writer pays nothing, a pass that dies leaves its due rows and the next pass
+writes the document, and several changes of one task in one pass make one rewrite. A
+document is rewritten only when something searched changed (a progress report changes
+nothing here), by a DELETE and an INSERT of the pass's changed documents, so its `id`
+grows with every change: "newest change first" is the primary key descending, keyset pages
+are `id < last`, and SQLite's FTS5 index returns its rowids in that order by itself.
+
+The full-text index is each database's own (migration agui 0007): PostgreSQL a stored
+tsvector column with a GIN index, SQLite an FTS5 table kept by triggers. Both tokenize the
+document and the terms of a query with the same tokenizer (the query's terms are handed to
+it quoted, never split here), so a task id, a name or "2.14" match on each database as it
+was written. Decisions: docs/dashboard.md, "History and search".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import connection
+
+from a2a.formats import text_of
+from a2a.models import Message, Task, TaskEvent
+from agui import view
+from agui.models import SearchDoc, ViewTask
+
+BODY_CHARS = 32_000  # messages' text and reasons a document keeps (the first ones)
+PART_CHARS = 8_000  # of one message or reason
+WHO_CHARS = 2_000
+PAGE = 50
+COUNT_CAP = 1_000  # "1,000+ tasks match": a count that stays cheap at any size
+TERM_CHARS = 200  # a longer term is a paste accident
+MAX_TERMS = 12
+# The state filter's groups, besides each state by itself.
+GROUPS = {
+    "paused": ["paused-by-client", "paused-by-agent"],
+    "finished": list(view.FINISHED),
+    "open": ["submitted", "working", "input-required", "auth-required", "paused-by-client",
+             "paused-by-agent"],
+}  # fmt: skip
+
+
+# --- writing: the projection's pass ------------------------------------------------------
+
+
+def _actor_words(who: str, actors: list[str]) -> str:
+    known = who.split()
+    for actor in actors:
+        if actor and actor not in known:
+            known.append(actor)
+    return " ".join(known)[:WHO_CHARS]
+
+
+def index(plans: list[tuple[Task, ViewTask | None, list[TaskEvent]]], messages) -> None:
+    """Bring the search documents of a pass's tasks up to date with their new events
+    (`plans`: the pass's (task, view row before the pass, events)). `messages(task_id,
+    seq)` is the pass's message lookup (agui.projector.Refs.message); messages it does
+    not hold are read here, in one query. Rewrites only the documents that changed: one
+    read, then one DELETE and one INSERT for the pass."""
+    if not plans:
+        return
+    ids = [task.pk for task, _, _ in plans]
+    old = {d.task_id: d for d in SearchDoc.objects.filter(task_id__in=ids)}
+    wanted: dict[tuple[str, int], Message | None] = {}
+    for task, _, events in plans:
+        through = old[task.pk].through_seq if task.pk in old else 0
+        for e in events:
+            seq = (e.data or {}).get("messageSeq")
+            if type(seq) is int and seq > through:
+                wanted[(task.pk, seq)] = messages(task.pk, seq)
+    missing = [k for k, m in wanted.items() if m is None]
+    if missing:
+        by_task: dict[str, list[int]] = {}
+        for task_id, seq in missing:
+            by_task.setdefault(task_id, []).append(seq)
+        query = Message.objects.none()
+        for task_id, seqs in by_task.items():
+            query |= Message.objects.filter(task_id=task_id, seq__in=seqs)
+        for msg in query:
+            wanted[(msg.task_id, msg.seq)] = msg
+    changed = []
+    for task, current, events in plans:
+        doc = document(task, current, events, old.get(task.pk), wanted)
+        if doc is not None:
+            changed.append(doc)
+    if changed:
+        SearchDoc.objects.filter(task_id__in=[d.task_id for d in changed]).delete()
+        SearchDoc.objects.bulk_create(changed)
+
+
+SEARCHED = ("state", "skill", "origin", "context_id", "title", "status", "who", "ids", "body")
+
+
+def document(
+    task: Task,
+    current: ViewTask | None,
+    events: list[TaskEvent],
+    old: SearchDoc | None,
+    messages: dict[tuple[str, int], Message | None],
+) -> SearchDoc | None:
+    """The task's new document, or None when nothing searched changed."""
+    through = old.through_seq if old is not None else 0
+    texts, last_seq = [], through
+    for e in events:
+        seq = (e.data or {}).get("messageSeq")
+        if type(seq) is int and seq > last_seq:
+            msg = messages.get((task.pk, seq))
+            if msg is not None:
+                texts.append(text_of(msg.parts)[:PART_CHARS])
+            last_seq = seq
+        if e.reason:
+            texts.append(e.reason[:PART_CHARS])
+    body = old.body if old is not None else task.origin_title
+    for text in texts:
+        if text and len(body) < BODY_CHARS:
+            body = f"{body} {text}" if body else text
+    title = (current.entry.get("title") if current is not None else None) or (
+        old.title if old is not None else ""
+    )
+    if not title:
+        first = messages.get((task.pk, 1))
+        title = text_of(first.parts if first else None)[: view.TITLE_CHARS]
+    status = text_of(task.status_message.parts if task.status_message else None)
+    new = SearchDoc(
+        task_id=task.pk,
+        state=task.state,
+        skill=task.skill,
+        origin=task.origin,
+        context_id=task.context_id,
+        updated_at=task.updated_at,
+        title=title[: view.TITLE_CHARS],
+        status=status[: view.STATUS_TEXT_CHARS],
+        who=_actor_words(old.who if old is not None else "", [e.actor for e in events]),
+        ids=" ".join(x for x in (task.id, task.context_id, task.origin_ref) if x),
+        body=body[:BODY_CHARS],
+        through_seq=last_seq,
+    )
+    if old is not None and all(getattr(old, f) == getattr(new, f) for f in SEARCHED):
+        return None  # (a message without text moves through_seq alone: nothing to search)
+    return new
+
+
+# --- reading: one page of a search ------------------------------------------------------
+
+_TERMS = re.compile(r'"([^"]*)"|([^\s"]+)')
+_UNSAFE = re.compile(r"['\"\\\x00]")  # quotes of either syntax, backslash, NUL
+_WORD = re.compile(r"[^\W_]", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class Term:
+    """One term of a query: a word (matched as a prefix of a word, from 2 characters) or a
+    "quoted phrase" (its words together, in order, as written)."""
+
+    text: str
+    phrase: bool
+
+    @property
+    def prefix(self) -> bool:
+        last = re.findall(r"[^\W_]+", self.text)
+        return not self.phrase and bool(last) and len(last[-1]) >= 2
+
+
+def terms(q: str) -> list[Term]:
+    """The terms of `q`: its words and "quoted phrases" (as the board's search reads
+    them, dashboard.selectors.search_terms); a term without a letter or digit is left
+    out (it would match nothing, or everything)."""
+    out = []
+    for phrase, word in _TERMS.findall(q or ""):
+        text = " ".join(_UNSAFE.sub(" ", phrase or word).split())[:TERM_CHARS]
+        if _WORD.search(text):
+            out.append(Term(text, bool(phrase)))
+    return out[:MAX_TERMS]
+
+
+@dataclass(frozen=True)
+class Query:
+    """What to look for. Every part narrows: all the terms (each anywhere in the task's
+    document), who acted (words of an actor, "operator:ana" or "ana"), the state (or a
+    group: GROUPS), skill, origin door, context id."""
+
+    q: str = ""
+    who: str = ""
+    state: str = ""
+    skill: str = ""
+    origin: str = ""
+    context: str = ""
+
+    def states(self) -> list[str]:
+        return GROUPS.get(self.state, [self.state]) if self.state else []
+
+
+@dataclass
+class Page:
+    docs: list[SearchDoc]
+    older: int | None  # the cursor of the next (older) page, None on the last
+    newer: int | None  # the cursor of the previous (newer) page, None on the first
+    count: int  # how many match, up to COUNT_CAP
+    count_more: bool  # more than COUNT_CAP match
+    sql: list[str] = field(default_factory=list)  # the statements (bench --explain)
+
+
+def _postgres() -> bool:
+    return connection.vendor == "postgresql"
+
+
+def _pg_tsquery(found: list[Term], who: list[Term]) -> str:
+    """A to_tsquery text: each term a quoted string (PostgreSQL's parser splits it as it
+    split the document), `:*` for a prefix, `A` for the who column only."""
+    parts = []
+    for t, weight in [(t, "") for t in found] + [(t, "A") for t in who]:
+        suffix = ("*" if t.prefix else "") + weight
+        parts.append(f"'{t.text}'" + (f":{suffix}" if suffix else ""))
+    return " & ".join(parts)
+
+
+def _fts5_match(found: list[Term], who: list[Term]) -> str:
+    """An FTS5 MATCH text: each term a string (FTS5's tokenizer splits it), `*` for a
+    prefix of its last word, `who :` for the who column only."""
+    parts = [f'"{t.text}"' + ("*" if t.prefix else "") for t in found]
+    parts += [f'who : "{t.text}"' + ("*" if t.prefix else "") for t in who]
+    return " AND ".join(parts)
+
+
+COLUMNS = ", ".join(
+    f"d.{c}"
+    for c in ("id", "task_id", "state", "skill", "origin", "context_id", "updated_at", "title",
+              "status", "who")
+)  # fmt: skip
+
+
+def _where(
+    query: Query, found: list[Term], who: list[Term]
+) -> tuple[str, list[str], list[Any], str]:
+    """(the FROM clause, the WHERE conditions, their parameters, the ordering key) of a
+    search: the full-text match, then the column filters."""
+    conds, params = [], []
+    table = "agui_searchdoc d"
+    key = "d.id"
+    if found or who:
+        if _postgres():
+            conds.append("d.search @@ to_tsquery('simple'::regconfig, %s)")
+            params.append(_pg_tsquery(found, who))
+        else:
+            # the FTS table drives: its rowids come out in order (newest change first)
+            table = "agui_searchdoc_fts f JOIN agui_searchdoc d ON d.id = f.rowid"
+            key = "f.rowid"
+            conds.append("agui_searchdoc_fts MATCH %s")
+            params.append(_fts5_match(found, who))
+    states = query.states()
+    if len(states) == 1:
+        conds.append("d.state = %s")
+        params.append(states[0])
+    elif states:
+        conds.append(f"d.state IN ({', '.join(['%s'] * len(states))})")
+        params += states
+    for column, value in (("skill", query.skill), ("origin", query.origin),
+                          ("context_id", query.context)):  # fmt: skip
+        if value:
+            conds.append(f"d.{column} = %s")
+            params.append(value)
+    return table, conds, params, key
+
+
+def search(query: Query, *, after: int | None = None, before: int | None = None,
+           size: int | None = None) -> Page:  # fmt: skip
+    """One page of the tasks matching `query`, newest change first: those older than the
+    `after` cursor (the next page) or, with `before`, the page just newer than it. Two
+    statements, whatever the number of tasks: the page (one row more than shown, to know
+    whether there is another) and a count that stops at COUNT_CAP."""
+    size = size or PAGE
+    found = terms(query.q)
+    who = terms(query.who)
+    table, conds, params, key = _where(query, found, who)
+    page_conds, page_params = list(conds), list(params)
+    if before is not None:
+        page_conds.append(f"{key} > %s")
+        page_params.append(before)
+        order = "ASC"
+    else:
+        if after is not None:
+            page_conds.append(f"{key} < %s")
+            page_params.append(after)
+        order = "DESC"
+    where = f" WHERE {' AND '.join(page_conds)}" if page_conds else ""
+    sql = f"SELECT {COLUMNS} FROM {table}{where} ORDER BY {key} {order} LIMIT %s"
+    docs = list(SearchDoc.objects.raw(sql, [*page_params, size + 1]))
+    more = len(docs) > size
+    docs = docs[:size]
+    if before is not None:
+        docs.reverse()
+        older = docs[-1].id if docs else None
+        newer = docs[0].id if docs and more else None
+    else:
+        older = docs[-1].id if more else None
+        newer = docs[0].id if docs and after is not None else None
+    where_all = f" WHERE {' AND '.join(conds)}" if conds else ""
+    count_sql = f"SELECT count(*) FROM (SELECT 1 FROM {table}{where_all} LIMIT %s) AS hits"
+    with connection.cursor() as cursor:
+        cursor.execute(count_sql, [*params, COUNT_CAP + 1])
+        (count,) = cursor.fetchone()
+    return Page(
+        docs=docs,
+        older=older,
+        newer=newer,
+        count=min(count, COUNT_CAP),
+        count_more=count > COUNT_CAP,
+        sql=[sql, count_sql],
+    )
