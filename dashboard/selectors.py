@@ -583,7 +583,9 @@ def history(query) -> HistoryPage:
     """The history page's search from its URL: the filters (each cut to FILTER_CHARS) and
     a cursor, `after` (older than) or `before` (newer than) a document id. BadCursor for
     a cursor that is not one."""
-    f = {k: (query.get(k) or "").replace("\x00", "").strip()[:FILTER_CHARS] for k in HISTORY_FILTERS}
+    f = {
+        k: (query.get(k) or "").replace("\x00", "").strip()[:FILTER_CHARS] for k in HISTORY_FILTERS
+    }
     cursors = {}
     for key in ("after", "before"):
         raw = (query.get(key) or "").strip()
