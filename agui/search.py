@@ -26,6 +26,7 @@ from typing import Any
 from django.db import connection
 
 from a2a.formats import text_of
+from a2a.lifecycle import PAUSED, State
 from a2a.models import Message, Task, TaskEvent
 from agui import view
 from agui.models import SearchDoc, ViewTask
@@ -39,11 +40,10 @@ TERM_CHARS = 200  # a longer term is a paste accident
 MAX_TERMS = 12
 # The state filter's groups, besides each state by itself.
 GROUPS = {
-    "paused": ["paused-by-client", "paused-by-agent"],
-    "finished": list(view.FINISHED),
-    "open": ["submitted", "working", "input-required", "auth-required", "paused-by-client",
-             "paused-by-agent"],
-}  # fmt: skip
+    "paused": sorted(s.value for s in PAUSED),
+    "finished": [s.value for s in view.FINISHED],
+    "open": sorted(s.value for s in State if s.value not in view.FINISHED),
+}
 
 
 # --- writing: the projection's pass ------------------------------------------------------
