@@ -28,6 +28,7 @@ from django.db import connection
 from a2a.formats import text_of
 from a2a.lifecycle import PAUSED, State
 from a2a.models import Message, Task, TaskEvent
+from a2a.prepared import Prepared
 from agui import view
 from agui.models import SearchDoc, ViewTask
 
@@ -49,6 +50,9 @@ GROUPS = {
 # --- writing: the projection's pass ------------------------------------------------------
 
 
+_DOC = Prepared(lambda task: SearchDoc.objects.filter(task_id=task)[:1], "task")
+
+
 def _actor_words(who: str, actors: list[str]) -> str:
     known = who.split()
     for actor in actors:
@@ -66,7 +70,11 @@ def index(plans: list[tuple[Task, ViewTask | None, list[TaskEvent]]], messages) 
     if not plans:
         return
     ids = [task.pk for task, _, _ in plans]
-    old = {d.task_id: d for d in SearchDoc.objects.filter(task_id__in=ids)}
+    if len(ids) == 1:  # the usual pass: a writer's own wake (compiled once)
+        one = _DOC.first(task=ids[0])
+        old = {one.task_id: one} if one is not None else {}
+    else:
+        old = {d.task_id: d for d in SearchDoc.objects.filter(task_id__in=ids)}
     wanted: dict[tuple[str, int], Message | None] = {}
     for task, _, events in plans:
         through = old[task.pk].through_seq if task.pk in old else 0
