@@ -228,12 +228,25 @@ def _pg_tsquery(found: list[Term], who: list[Term]) -> str:
     return " & ".join(parts)
 
 
-def _fts5_match(found: list[Term], who: list[Term]) -> str:
+def _fts5_filters(query: Query) -> list[str]:
+    """The column filters as FTS5 column phrases (`state : ("working")`): a superset of
+    the exact filter ("batch" is also in "batch-2"), which the SQL conditions then apply."""
+    out = []
+    for column, values in (("state", query.states()), ("skill", [query.skill]),
+                           ("origin", [query.origin]), ("ids", [query.context])):  # fmt: skip
+        values = [" ".join(_UNSAFE.sub(" ", v).split()) for v in values if v]
+        values = [v for v in values if _WORD.search(v)]
+        if values:
+            out.append(f"{column} : (" + " OR ".join(f'"{v}"' for v in values) + ")")
+    return out
+
+
+def _fts5_match(found: list[Term], who: list[Term], filters: list[str] = ()) -> str:
     """An FTS5 MATCH text: each term a string (FTS5's tokenizer splits it), `*` for a
-    prefix of its last word, `who :` for the who column only."""
+    prefix of its last word, `who :` for the who column only; then `filters`."""
     parts = [f'"{t.text}"' + ("*" if t.prefix else "") for t in found]
     parts += [f'who : "{t.text}"' + ("*" if t.prefix else "") for t in who]
-    return " AND ".join(parts)
+    return " AND ".join([*parts, *filters])
 
 
 COLUMNS = ", ".join(
@@ -259,8 +272,11 @@ def _where(
             # the FTS table drives: its rowids come out in order (newest change first)
             table = "agui_searchdoc_fts f JOIN agui_searchdoc d ON d.id = f.rowid"
             key = "f.rowid"
+            # the filters go into the MATCH too, so FTS5 intersects their words with the
+            # terms' (in rowid order) instead of joining every match to test them; the
+            # exact column conditions below still decide
             conds.append("agui_searchdoc_fts MATCH %s")
-            params.append(_fts5_match(found, who))
+            params.append(_fts5_match(found, who, _fts5_filters(query)))
     states = query.states()
     if len(states) == 1:
         conds.append("d.state = %s")

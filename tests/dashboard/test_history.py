@@ -122,6 +122,9 @@ def test_any_text_is_a_search_never_an_error(op, make_task, q):
     make_task("completed", text="a b c")
     r = op.get("/history", {"q": q, "who": q})
     assert r.status_code == 200
+    fields = ("who", "state", "skill", "origin", "context")
+    r = op.get("/history", {"q": "a", **dict.fromkeys(fields, q)})  # filters with words too
+    assert r.status_code == 200
     assert Task.objects.count() == 1
 
 
