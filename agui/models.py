@@ -159,3 +159,43 @@ class AguiRun(models.Model):
 
     def __str__(self) -> str:
         return self.run_id
+
+
+class SearchDoc(models.Model):
+    """One task's search document: what the history page searches (agui/search.py,
+    docs/dashboard.md "History and search"), for every task of any age, finished or not.
+
+    Written by the projection's pass (agui.projection, after the A2A writer's commit, with
+    the view row), and only when something searched changed: a message's text, the state,
+    the status text, who acted, a reason. A rewrite deletes the row and inserts it again,
+    so `id` grows with each change and "newest change first" is `id` descending: keyset
+    pages on the primary key, and on SQLite the FTS5 index's own rowid order
+    (agui_searchdoc_fts, an external-content table kept by triggers). On PostgreSQL a
+    stored tsvector column `search` (generated from the text columns, `who` weighted 'A')
+    and its GIN index are added by migration 0007: neither is in this model, so the ORM
+    never writes them and SQLite has no such column."""
+
+    task = models.OneToOneField(Task, on_delete=models.CASCADE, related_name="+")
+    state = models.CharField(max_length=24)
+    skill = models.CharField(max_length=64, blank=True, default="")
+    origin = models.CharField(max_length=16, blank=True, default="")
+    context_id = models.CharField(max_length=128)
+    updated_at = models.DateTimeField()  # the task's, when this document was written
+    title = models.CharField(max_length=200, blank=True, default="")
+    status = models.TextField(blank=True, default="")  # the agent's last words, cut
+    who = models.TextField(blank=True, default="")  # everyone who acted, "kind:name" each
+    ids = models.TextField(blank=True, default="")  # task id, context id, origin reference
+    body = models.TextField(blank=True, default="")  # messages' text and reasons, in order
+    through_seq = models.PositiveIntegerField(default=0)  # messages in `body` up to this seq
+
+    class Meta:
+        indexes = [
+            # filters without words: each with the newest change first
+            models.Index(fields=["state", "-id"], name="searchdoc_state"),
+            models.Index(fields=["skill", "-id"], name="searchdoc_skill"),
+            models.Index(fields=["origin", "-id"], name="searchdoc_origin"),
+            models.Index(fields=["context_id", "-id"], name="searchdoc_context"),
+        ]
+
+    def __str__(self) -> str:
+        return f"search {self.task_id}"

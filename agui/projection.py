@@ -54,7 +54,7 @@ from a2a.event_kinds import EventKind, is_agent_text
 from a2a.health import Lag, projection_lag
 from a2a.models import Message, ProjectionDue, Suspension, Task, TaskEvent
 from a2a.prepared import Prepared
-from agui import projector, view
+from agui import projector, search, view
 from agui.models import AguiRun, ViewTask
 
 log = logging.getLogger(__name__)
@@ -265,6 +265,8 @@ def _pass(task_ids: list[str], wait: bool) -> list[str]:
         rows: list = []
         if plans:
             refs, runs = _refs(plans), _runs([p[0].pk for p in plans])
+            # the search documents (agui/search.py): the same pass, the same transaction
+            search.index(plans, refs.message)
             for task, current, events in plans:
                 rows += projector.project_task(task, current, events, refs, runs.get(task.pk))
             if any(task.state in view.FINISHED for task, _, _ in plans):

@@ -48,9 +48,15 @@ TABLES = (
     ("agui_viewtask", "task_id"),
     ("agui_interrupt", "task_id"),
     ("agui_aguievent", "task_id"),
+    ("agui_searchdoc", "task_id"),
 )
 # integer primary keys a copy gets anew, and the columns that point at them
-SERIAL = ("a2a_message", "a2a_artifact", "a2a_suspension", "a2a_taskevent", "agui_aguievent")
+SERIAL = (
+    "a2a_message", "a2a_artifact", "a2a_suspension", "a2a_taskevent", "agui_aguievent",
+    "agui_searchdoc",
+)  # fmt: skip
+# columns the database computes (PostgreSQL's search vector): never copied, made anew
+GENERATED = {("agui_searchdoc", "search")}
 POINTERS = {
     ("a2a_task", "status_message_id"): "a2a_message",
     ("a2a_task", "current_suspension_id"): "a2a_suspension",
@@ -226,8 +232,9 @@ def read_template(connection, kind: str, task_id: str) -> Template:
         for table, column in TABLES:
             order = " ORDER BY id" if table in SERIAL else ""
             cur.execute(f"SELECT * FROM {table} WHERE {column} = %s{order}", [task_id])
-            tpl.columns[table] = [d[0] for d in cur.description]
-            rows_of[table] = cur.fetchall()
+            keep = [i for i, d in enumerate(cur.description) if (table, d[0]) not in GENERATED]
+            tpl.columns[table] = [cur.description[i][0] for i in keep]
+            rows_of[table] = [tuple(row[i] for i in keep) for row in cur.fetchall()]
             if table in SERIAL:
                 for j, row in enumerate(rows_of[table]):
                     local_ids[table][row[0]] = j

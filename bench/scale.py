@@ -29,7 +29,12 @@ the issue's target is at most 1.25x):
 - board: the dashboard's AG-UI socket (/ws/agui/, a signed-in operator's session):
   connect until its opening STATE_SNAPSHOT arrives;
 - inbox, audit: those dashboard pages (GET, the operator's session);
-- timeline: the task page of one task with 2,000 timeline entries (progress reports).
+- timeline: the task page of one task with 2,000 timeline entries (progress reports);
+- search: the history page (/history, agui/search.py), the calls cycling through
+  SEARCHES: a task's whole id and its short id (a task made before the fill), a word every
+  filled task holds, a word of the rejected ones with a state filter, who acted with a
+  state filter, a word no task holds, a phrase, a filter alone, and a page half-way down
+  the index (an `after` cursor) — the issue's target is 300 ms at a million tasks.
 "SQL/call": the statements of one such call made in this process through Django's test
 client (JSON-RPC and pages; the socket's opening reads for `board`), counted once per
 size on every thread (the JSON-RPC door runs the ORM on a thread pool); `-` for a
@@ -77,6 +82,7 @@ OPS = (
     "inbox",
     "audit",
     "timeline",
+    "search",
 )
 DEEP_PAGES = 20
 TIMELINE_ENTRIES = 2000
@@ -273,7 +279,11 @@ def operations(bench: Bench, prepared: dict) -> dict:
         )
         assert r.status_code == 201 and len(r.json()["woke"]) == 1, r.text
 
+    def searching(i: int) -> None:
+        bench.page(search_paths(prepared)[i % len(SEARCHES)])
+
     return {
+        "search": searching,
         "get": get,
         "list": listing(tenant_page, None),
         "list-deep": listing(tenant_page, "list-deep"),
@@ -288,6 +298,33 @@ def operations(bench: Bench, prepared: dict) -> dict:
         "audit": lambda i: bench.page("/audit"),
         "timeline": lambda i: bench.page(f"/tasks/{prepared['long']}"),
     }
+
+
+# the history searches (op `search`), cycled through; {id} is a task made before the fill
+SEARCHES = (
+    "/history?q={id}",
+    "/history?q={short}",
+    "/history?q=quarterly",
+    "/history?q=scope&state=rejected",
+    "/history?who=agent:scale&state=failed",
+    "/history?q=nosuchwordanywhere",
+    '/history?q="region 7"+report',
+    "/history?state=finished",
+    "/history?q=report&skill=batch&after={middle}",
+)
+
+
+def search_paths(prepared: dict) -> list[str]:
+    """SEARCHES with their values; `middle`: a search document id half-way down (a deep
+    page costs what the first does: keyset)."""
+    if "middle" not in prepared:
+        from agui.models import SearchDoc
+
+        last = SearchDoc.objects.order_by("-id").values_list("id", flat=True).first() or 0
+        prepared["middle"] = last // 2
+    task = prepared["done"][0]
+    values = {"id": task, "short": task[:8], "middle": prepared["middle"]}
+    return [path.format(**values) for path in SEARCHES]
 
 
 CAPTURED: list[str] | None = None  # the SQL of the replayed call, every thread's
@@ -369,15 +406,43 @@ def replay(bench: Bench, op: str, prepared: dict) -> None:
         ok(c.get(f"/{op}"))
     elif op == "timeline":
         ok(c.get(f"/tasks/{prepared['long']}"))
+    elif op == "search":
+        ok(c.get(search_paths(prepared)[2]))  # the word every filled task holds
+
+
+def search_sql(bench: Bench, prepared: dict) -> list[str]:
+    """The statements of every search of SEARCHES (op `search` replays one of them)."""
+    global CAPTURED
+    out = []
+    for path in search_paths(prepared):
+        CAPTURED = []
+        try:
+            bench.client.get(path)
+            out += [sql for sql in CAPTURED if "agui_searchdoc" in sql]
+        finally:
+            CAPTURED = None
+    return out
 
 
 def explain(sqls: list[str]) -> list[str]:
-    """One line per SELECT: top plan node, scans, rows, time (PostgreSQL)."""
+    """One line per SELECT: top plan node, scans, rows, time (PostgreSQL); on SQLite the
+    time of one run and EXPLAIN QUERY PLAN's lines."""
     from django.db import connection
 
     out = []
     for sql in sqls:
         if not sql.lstrip().upper().startswith("SELECT") or "FOR UPDATE" in sql:
+            continue
+        short = re.sub(r"\s+", " ", sql)[:150]
+        if connection.vendor == "sqlite":
+            with connection.cursor() as cur:
+                start = time.perf_counter()
+                cur.execute(sql)
+                rows = len(cur.fetchall())
+                took = (time.perf_counter() - start) * 1000
+                cur.execute("EXPLAIN QUERY PLAN " + sql)
+                plan = "; ".join(row[-1] for row in cur.fetchall())
+            out.append(f"{took:8.2f} ms  {rows} rows; {plan}  <- {short}")
             continue
         with connection.cursor() as cur:
             cur.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql)
@@ -394,7 +459,6 @@ def explain(sqls: list[str]) -> list[str]:
                 walk(child)
 
         walk(top)
-        short = re.sub(r"\s+", " ", sql)[:110]
         out.append(
             f"{plan[0]['Execution Time']:8.2f} ms  {top['Node Type']}, "
             f"{top.get('Actual Rows')} rows; {'; '.join(scans)}  <- {short}"
@@ -556,11 +620,14 @@ def main() -> int:
             f"(ms; SQL/call at each size; load average at the end "
             f"{' '.join(Path('/proc/loadavg').read_text().split()[:3])})"
         )
-        if args.explain and connection.vendor == "postgresql":
-            print("\nEXPLAIN ANALYZE at the last size (execution time, top node, scans):")
+        if args.explain:
+            print("\nEXPLAIN at the last size (execution time, top node, scans):")
             for op in ops:
+                if connection.vendor != "postgresql" and op != "search":
+                    continue
                 print(f"{op}:")
-                for line in explain(last_sql.get(op, [])):
+                sqls = search_sql(bench, prepared) if op == "search" else last_sql.get(op, [])
+                for line in explain(sqls):
                     print("  " + line)
     except KeyboardInterrupt:
         status = 130

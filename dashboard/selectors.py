@@ -18,6 +18,7 @@ from a2a.errors import TaskNotFound, TransitionRefused, refusal_hint
 from a2a.event_kinds import EventKind
 from a2a.lifecycle import PAUSED, Action, move
 from a2a.models import API_ACTIONS, Task, TaskEvent
+from agui import search as task_search
 from agui.models import PENDING, RESOLVED, Interrupt, ViewTask
 from dashboard.models import AuditEntry
 from dashboard.vocabulary import MODE_EFFECT, verb
@@ -568,3 +569,36 @@ def get_task(task_id: str) -> Task:
         return Task.objects.select_related("current_suspension", "status_message").get(pk=task_id)
     except (Task.DoesNotExist, ValueError):
         raise TaskNotFound(task_id) from None
+
+
+# --- history: search over every task, any age ------------------------------------------------
+
+HISTORY_FILTERS = ("q", "who", "state", "skill", "origin", "context")
+
+
+@dataclass
+class HistoryPage:
+    """One page of the history search (agui/search.py): the query as read from the URL
+    (`filters`: what the form shows and every link keeps), the rows, the cursors of the
+    older and newer pages, and how many match (capped)."""
+
+    filters: dict[str, str]
+    found: task_search.Page
+
+
+def history(query) -> HistoryPage:
+    """The history page's search from its URL: the filters (each cut to FILTER_CHARS) and
+    a cursor, `after` (older than) or `before` (newer than) a document id. BadCursor for
+    a cursor that is not one."""
+    f = {
+        k: (query.get(k) or "").replace("\x00", "").strip()[:FILTER_CHARS] for k in HISTORY_FILTERS
+    }
+    cursors = {}
+    for key in ("after", "before"):
+        raw = (query.get(key) or "").strip()
+        if raw:
+            if not raw.isascii() or not raw.isdigit() or len(raw) > 18:
+                raise BadCursor(raw)
+            cursors[key] = int(raw)
+    found = task_search.search(task_search.Query(**f), **cursors)
+    return HistoryPage(f, found)

@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, register_converter
 
 from dashboard import exports, favicon
-from dashboard.pages import access, audit, board, bulk, demo, inbox, lockouts, task
+from dashboard.pages import access, audit, board, bulk, demo, history, inbox, lockouts, task
 
 
 class IdConverter:
@@ -43,6 +43,7 @@ urlpatterns = [
     path("demo", demo.demo, name="demo"),
     path("demo/start", demo.demo_start, name="demo-start"),
     path("audit", audit.audit, name="audit"),
+    path("history", history.history, name="history"),
     path("audit.csv", exports.audit_csv, name="audit-csv"),
     path("lockouts", lockouts.lockouts, name="lockouts"),
     path("lockouts/release", lockouts.release, name="lockouts-release"),

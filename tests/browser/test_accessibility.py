@@ -57,6 +57,8 @@ def test_every_page_passes_axe(open_as, browser, site, operator, tasks, start, s
         "inbox": "/inbox",
         "audit": "/audit",
         "demo": "/demo",
+        "history": "/history",
+        "history-search": f"/history?q={tasks['asking'].id[:8]}&state=open",
     }
     found = {}
     page = open_as(operator, "/", viewport=size, scheme=scheme)
