@@ -271,7 +271,10 @@ def test_a_database_fault_in_an_inline_run_hands_it_to_a_worker_after_its_back_o
     task_id = taken_here()
     asyncio.run(inline._run(task_id))
     lease = RunLease.objects.get(task_id=task_id)
-    assert (lease.owner, lease.faults) == ("", 1)  # handed back, the fault counted
+    # handed back: this process holds it no more (a worker may hold it already, its job's
+    # back-off over before this read: seen at load 35), the fault counted and said
+    assert lease.owner != leases.WORKER_ID
+    assert lease.faults == 1 or Task.objects.get(pk=task_id).state == "completed"
     assert "retrying" in events(task_id)
     wait_state(task_id, "completed")  # the deferred job's worker
     wait_idle(task_id)
