@@ -16,7 +16,7 @@ from a2a.input_requests import RESPONSE_TYPE, find_data_part
 from a2a.lifecycle import TERMINAL, Action, State, move
 from a2a.models import Artifact, Message, Suspension, Task, TaskEvent
 from a2a.prepared import PreparedInsert
-from a2a.services import checks
+from a2a.services import checks, contexts
 from a2a.services._core import (
     Actor,
     IncomingMessage,
@@ -43,7 +43,8 @@ def create_task(
     origin: Origin | None = None,
 ) -> Task:
     """A new `submitted` task of a skill this Taskdeck offers, holding the client's first
-    message. Referenced tasks must exist."""
+    message. Referenced tasks must exist; a given contextId must be new or one the actor
+    may add to (a2a/services/contexts.py)."""
     message.checked()
     checks.skill(skill)
     rate_limits.take("create", actor)  # per key and minute (429 at the doors)
@@ -67,8 +68,12 @@ def create_task(
     # nothing below is expected to fail, and what does fails the caller's transaction too,
     # whereas a savepoint costs two round trips on every send.
     with transaction.atomic(savepoint=False):
+        if context_id is None:
+            context_id = contexts.new(actor, at)
+        else:  # another tenant's context is refused (a2a/services/contexts.py)
+            contexts.join(context_id, actor, at)
         task = _NEW_TASK.insert(
-            context_id=context_id or str(uuid.uuid4()),
+            context_id=context_id,
             skill=skill,
             state=State.SUBMITTED,
             status_timestamp=at,
