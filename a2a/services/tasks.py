@@ -47,6 +47,7 @@ def create_task(
     may add to (a2a/services/contexts.py)."""
     message.checked()
     checks.skill(skill)
+    checks.content_types(message.parts, skill)  # the skill's inputModes (A2A -32005)
     rate_limits.take("create", actor)  # per key and minute (429 at the doors)
     metadata = checks.mapping(metadata, "metadata")
     if context_id is not None:
@@ -103,6 +104,7 @@ def add_message(task_id: str, message: IncomingMessage, *, actor: Actor) -> Task
     message.checked()
     with transaction.atomic():
         task = lock(task_id, actor)
+        checks.content_types(message.parts, task.skill)  # whatever the state, nothing written
         state = State(task.state)
         if state in (State.INPUT_REQUIRED, State.AUTH_REQUIRED):
             return provide_input(task_id, message, actor=actor)
