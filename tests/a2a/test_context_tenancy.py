@@ -282,3 +282,18 @@ def test_an_acp_sessions_context_is_held_from_its_opening_and_replays_its_tenant
     assert "alpha's ask" in texts and "beta" not in texts
     cursors, _ = sessions.attach_point(session)
     assert set(cursors) == {prompted.task.id}
+
+
+def test_a_context_whose_tasks_came_around_the_services_is_its_oldest_tasks_tenants():
+    """Tasks written by bulk SQL or a restore have no Context row: the context is the
+    tenant's of its oldest task, as the migration decides, not the first caller's."""
+    mine = alphas()
+    Context.objects.filter(pk=mine.context_id).delete()  # as a bulk load leaves it
+    with pytest.raises(ValidationFailed):
+        services.create_task(
+            user_message("beta"), actor=BETA, skill="approval", context_id=mine.context_id
+        )
+    services.create_task(
+        user_message("more"), actor=ALPHA, skill="approval", context_id=mine.context_id
+    )
+    assert Context.objects.get(pk=mine.context_id).tenant == "key:alpha"
