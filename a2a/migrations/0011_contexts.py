@@ -28,18 +28,17 @@ def backfill(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('a2a', '0010_audit_api_indexes'),
+        ("a2a", "0010_audit_api_indexes"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Context',
+            name="Context",
             fields=[
-                ('context_id', models.CharField(max_length=128, primary_key=True, serialize=False)),
-                ('tenant', models.CharField(blank=True, default='', max_length=160)),
-                ('created_at', models.DateTimeField()),
+                ("context_id", models.CharField(max_length=128, primary_key=True, serialize=False)),
+                ("tenant", models.CharField(blank=True, default="", max_length=160)),
+                ("created_at", models.DateTimeField()),
             ],
         ),
         migrations.RunPython(backfill, migrations.RunPython.noop, elidable=True),

@@ -16,10 +16,9 @@ def backfill(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('acp_door', '0002_session_owner'),
-        ('a2a', '0011_contexts'),
+        ("acp_door", "0002_session_owner"),
+        ("a2a", "0011_contexts"),
     ]
 
     operations = [
