@@ -7,6 +7,7 @@ from a2a.lifecycle import Action, Dialect, State, TransitionRefused
 from a2a.validation import ValidationFailed
 
 __all__ = [
+    "ContentTypeNotSupported",
     "NotAllowedNow",
     "StaleHandle",
     "TaskError",
@@ -41,6 +42,18 @@ class NotAllowedNow(TaskError):
     def __init__(self, state: State, message: str) -> None:
         self.state = state
         super().__init__(message)
+
+
+class ContentTypeNotSupported(TaskError):
+    """A message part's media type is not one the skill accepts (its card's
+    `inputModes`): A2A's ContentTypeNotSupportedError."""
+
+    def __init__(self, field: str, media_type: str, accepted: list[str]) -> None:
+        self.field, self.media_type, self.accepted = field, media_type, list(accepted)
+        super().__init__(
+            f"{field}: media type {media_type!r} is not accepted; "
+            f"this skill takes {', '.join(accepted)}"
+        )
 
 
 class Unsupported(TaskError):

@@ -97,6 +97,22 @@ class Task(models.Model):
         return f"{self.id} ({self.state})"
 
 
+class Context(models.Model):
+    """Whose a contextId is: the tenant whose task (or ACP session) first used it. Only
+    that tenant (and actors who may act on its tasks: operators, agents) may start tasks
+    in it, so another tenant cannot add a task to a conversation it learned the id of
+    (docs/protocol.md, "Contexts belong to their tenant"). The primary key is what makes
+    two tenants racing to start the same contextId end with one owner. Written only by
+    `a2a.services.contexts`."""
+
+    context_id = models.CharField(primary_key=True, max_length=128)
+    tenant = models.CharField(max_length=160, blank=True, default="")  # a Task.owner
+    created_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.context_id} ({self.tenant or '-'})"
+
+
 class Message(models.Model):
     """A message of a task's history, in arrival order (`seq` counts per task)."""
 

@@ -46,13 +46,29 @@ def hosted() -> list[str]:
     return [s["id"] for p in RUN_ELSEWHERE for s in p() if HOSTED_TAG in (s.get("tags") or ())]
 
 
+# The media types a skill takes in message parts when its card names none (`inputModes`):
+# text, and JSON (data parts; structured answers to input requests are data parts). The
+# agent card's `defaultInputModes` is this list (docs/protocol.md, "Content types").
+DEFAULT_INPUT_MODES = ("text/plain", "application/json")
+
+
 def catalog() -> list[dict[str, Any]]:
-    """Every skill card (`id`, `name`, `description`, `tags`, `examples`), first one wins."""
+    """Every skill card (`id`, `name`, `description`, `tags`, `examples`, `inputModes`),
+    first one wins. `inputModes` is the card's own or DEFAULT_INPUT_MODES."""
     seen: dict[str, dict[str, Any]] = {}
     for provider in PROVIDERS:
         for skill in provider():
-            seen.setdefault(skill["id"], skill)
+            if skill["id"] not in seen:
+                modes = list(skill.get("inputModes") or DEFAULT_INPUT_MODES)
+                seen[skill["id"]] = {**skill, "inputModes": modes}
     return list(seen.values())
+
+
+def input_modes(skill_id: str) -> list[str]:
+    """The media types `skill_id` accepts in message parts (DEFAULT_INPUT_MODES for a
+    skill no provider offers any more: its old tasks still take answers)."""
+    card = get(skill_id)
+    return card["inputModes"] if card is not None else list(DEFAULT_INPUT_MODES)
 
 
 def get(skill_id: str) -> dict[str, Any] | None:

@@ -19,7 +19,7 @@ from typing import Any
 from ag_ui.core import RunAgentInput
 from django.db import IntegrityError, transaction
 
-from a2a import services
+from a2a import access, services
 from a2a.errors import NotAllowedNow, StaleHandle, TaskNotFound, ValidationFailed
 from a2a.lifecycle import TransitionRefused
 from a2a.models import Task
@@ -48,6 +48,10 @@ class RunPlan:
     # the task's view version before the run's own write (0: a task the run created): its
     # log rows above it are the run's, even those its opening snapshot already holds
     since: int = 0
+    # who ran it: the thread's snapshots hold only the tasks it may see (a context is its
+    # tenant's, a2a/services/contexts.py; a task another tenant got into it before that
+    # was enforced stays out of this thread's view)
+    actor: services.Actor | None = None
 
 
 def _user_text(run: RunAgentInput) -> str | None:
@@ -120,7 +124,14 @@ def _catch_up(run: RunAgentInput, actor: services.Actor) -> None:
         .first()
     )
     if context is not None:
-        projection.catch_up(Task.objects.filter(context_id=context).values_list("id", flat=True))
+        projection.catch_up(_thread_tasks(context, actor))
+
+
+def _thread_tasks(context_id: str, actor: services.Actor) -> list[str]:
+    """The ids of the thread's tasks `actor` may see: its interrupts are the ones a run
+    waits on and a resume must answer, never another tenant's."""
+    tasks = access.visible(Task.objects.filter(context_id=context_id), actor)
+    return list(tasks.values_list("id", flat=True))
 
 
 def _thread_key(thread_id: str, actor: services.Actor) -> str:
@@ -144,10 +155,10 @@ def _start(run: RunAgentInput, actor: services.Actor) -> RunPlan:
         thread_id=_thread_key(run.thread_id, actor),
         defaults={"context_id": str(uuid.uuid4()), "created_by": str(actor)},
     )
-    tasks_in_thread = Task.objects.filter(context_id=thread.context_id).values_list("id", flat=True)
+    tasks_in_thread = _thread_tasks(thread.context_id, actor)
     pending = {
         i.interrupt_id: i
-        for i in Interrupt.objects.filter(pending=True, task_id__in=list(tasks_in_thread))
+        for i in Interrupt.objects.filter(pending=True, task_id__in=tasks_in_thread)
     }
     resumed: list[str] = []
     if run.resume:
@@ -203,7 +214,7 @@ def _start(run: RunAgentInput, actor: services.Actor) -> RunPlan:
         thread.task_id = task_id
         thread.save(update_fields=["task"])
     AguiRun.objects.create(run_id=run.run_id, thread=thread, task_id=task_id)
-    return RunPlan(run.thread_id, run.run_id, task_id, thread.context_id, resumed, since)
+    return RunPlan(run.thread_id, run.run_id, task_id, thread.context_id, resumed, since, actor)
 
 
 def _view_version(task_id: str) -> int:

@@ -113,18 +113,20 @@ def _rows(task_id: str, after: int) -> tuple[list[tuple], str, bool]:
     return rows, state, projected >= version
 
 
-def _thread_window(context_id: str, task_id: str) -> selectors.Window:
-    """The thread's tasks, the run's own first, within the snapshot budget."""
+def _thread_window(context_id: str, task_id: str, actor: services.Actor | None) -> selectors.Window:
+    """The thread's tasks `actor` may see, the run's own first, within the snapshot
+    budget."""
     return selectors.window(
         max_bytes=view.limits().snapshot_bytes,
+        visible_to=actor,
         context_id=context_id,
         first=task_id,
         live_only=False,
     )
 
 
-def _thread_snapshot(context_id: str, task_id: str) -> dict:
-    return _thread_window(context_id, task_id).snapshot
+def _thread_snapshot(context_id: str, task_id: str, actor: services.Actor | None) -> dict:
+    return _thread_window(context_id, task_id, actor).snapshot
 
 
 def _opening(plan: bridge.RunPlan) -> tuple[dict, list[Interrupt], list[tuple], int]:
@@ -140,7 +142,7 @@ def _opening(plan: bridge.RunPlan) -> tuple[dict, list[Interrupt], list[tuple], 
     run's start (`plan.since`) and the snapshot's version come with the opening; rows at
     or below the snapshot's version are committed with it (a pass commits a task's rows
     with its view entry), so they are all read here."""
-    window = _thread_window(plan.context_id, plan.task_id)
+    window = _thread_window(plan.context_id, plan.task_id, plan.actor)
     held = window.versions.get(plan.task_id, 0)
     texts = list(
         AguiEvent.objects.filter(
@@ -157,9 +159,11 @@ def _opening(plan: bridge.RunPlan) -> tuple[dict, list[Interrupt], list[tuple], 
     )
 
 
-def _ending(task_id: str) -> tuple[str, dict, list[Interrupt], str, str]:
+def _ending(
+    task_id: str, actor: services.Actor | None
+) -> tuple[str, dict, list[Interrupt], str, str]:
     task = Task.objects.select_related("status_message").get(pk=task_id)
-    snapshot = _thread_snapshot(task.context_id, task_id)
+    snapshot = _thread_snapshot(task.context_id, task_id, actor)
     pending = list(Interrupt.objects.filter(task_id=task_id, pending=True))
     # a failed or rejected task's one ending event (failed, rejected or timed out) says why
     failure = task.events.filter(kind__in=ENDING_KINDS).last()
@@ -374,7 +378,7 @@ async def _stream(
                     quiet_since = loop.time()
                     yield KEEPALIVE
                 await _woken(news, max(0.01, min(POLL, keepalive)))
-        async for got in _through_outage(_in_pool(_ending), plan.task_id):
+        async for got in _through_outage(_in_pool(_ending), plan.task_id, plan.actor):
             if isinstance(got, bytes):
                 yield got
             else:

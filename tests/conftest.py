@@ -20,7 +20,7 @@ from django.db import connection, connections
 
 from a2a import api_keys, services
 from a2a.lifecycle import State
-from a2a.models import Artifact, Message, Suspension, Task, TaskEvent
+from a2a.models import Artifact, Context, Message, MessageReceipt, Suspension, Task, TaskEvent
 from tests import flush
 
 AGENT = services.Actor("agent", "test-agent")
@@ -377,6 +377,8 @@ def db_state() -> dict[str, list]:
         "artifacts": list(Artifact.objects.order_by("id").values()),
         "suspensions": list(Suspension.objects.order_by("id").values()),
         "events": list(TaskEvent.objects.order_by("id").values_list("id", flat=True)),
+        "contexts": list(Context.objects.order_by("pk").values_list("pk", "tenant")),
+        "receipts": list(MessageReceipt.objects.order_by("id").values_list("id", flat=True)),
     }
 
 

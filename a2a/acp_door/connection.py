@@ -350,6 +350,8 @@ class Door:
 
     async def prompt(self, req: s.PromptRequest, raw: dict) -> dict:
         principal = self._need("write")
+        if undeclared := _undeclared(req.prompt):  # whatever the session: nothing read
+            raise invalid_params(undeclared)
         live = await self._live(req.session_id, principal)
         parts = [part for block in req.prompt if (part := _part(block)) is not None]
         if not parts:
@@ -413,6 +415,24 @@ class Door:
         return out
 
 
+# What `initialize` declares in promptCapabilities (embeddedContext only): a block of a
+# kind it did not declare is refused, never taken in (ACP: clients must not send them).
+UNDECLARED_BLOCKS = {"image": "image", "audio": "audio"}
+
+
+def _undeclared(prompt: list[Any]) -> dict[str, list[str]]:
+    """The prompt's content blocks this agent did not declare (-32602), by position."""
+    found = {}
+    for i, block in enumerate(prompt):
+        kind = getattr(block, "type", "")
+        if kind in UNDECLARED_BLOCKS:
+            found[f"prompt.{i}"] = [
+                f"{kind} content is not accepted: this agent declares "
+                f"promptCapabilities.{UNDECLARED_BLOCKS[kind]} = false"
+            ]
+    return found
+
+
 def _part(block: Any) -> dict[str, Any] | None:
     """A prompt content block as a stored message part (A2A 0.3 form)."""
     if isinstance(block, s.TextContentBlock):
@@ -427,9 +447,7 @@ def _part(block: Any) -> dict[str, Any] | None:
         }
     if isinstance(block, s.ResourceContentBlock):
         return {"kind": "text", "text": block.uri}
-    if isinstance(block, s.ImageContentBlock | s.AudioContentBlock):
-        return {"kind": "file", "file": {"bytes": block.data, "mimeType": block.mime_type}}
-    return None
+    return None  # image and audio blocks were refused (_undeclared)
 
 
 def max_line_bytes() -> int:

@@ -8,7 +8,13 @@ from typing import Any
 
 from acp import RequestError
 
-from a2a.errors import NotAllowedNow, StaleHandle, TaskNotFound, refusal_hint
+from a2a.errors import (
+    ContentTypeNotSupported,
+    NotAllowedNow,
+    StaleHandle,
+    TaskNotFound,
+    refusal_hint,
+)
 from a2a.lifecycle import Action, TransitionRefused
 from a2a.rate_limits import RateLimited
 from a2a.validation import ValidationFailed
@@ -46,6 +52,8 @@ def from_domain(exc: Exception) -> RequestError | None:
         return RequestError(NOT_FOUND, "Task not found", {"taskId": exc.task_id})
     if isinstance(exc, ValidationFailed):
         return invalid_params(exc.errors)
+    if isinstance(exc, ContentTypeNotSupported):  # a resource of a type the mode does not take
+        return invalid_params({exc.field: [str(exc).split(": ", 1)[1]]})
     if isinstance(exc, StaleHandle):
         data = {"detail": str(exc), "handle": exc.given}
         return RequestError(STALE_HANDLE, "Resume handle does not match the suspension", data)

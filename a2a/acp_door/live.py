@@ -178,7 +178,9 @@ class LiveSession:
 
     async def _drain(self) -> int:
         """Send the updates of every event not seen yet; how many events there were."""
-        facts = await db(read_facts)(self.session.context_id, self.cursors, self.floor)
+        facts = await db(read_facts)(
+            self.session.context_id, self.cursors, self.floor, owner=self.session.owner
+        )
         for fact in facts:
             self.cursors[fact.task.id] = fact.event.pk
             for update in render(fact, replay=False, opted_in=self.door.client.opted_in):
@@ -208,7 +210,7 @@ class LiveSession:
         cursors: dict[str, int] = {}
         probe = cls(door, session, {}, 0)
         while True:
-            facts = await db(read_facts)(session.context_id, cursors, 0)
+            facts = await db(read_facts)(session.context_id, cursors, 0, owner=session.owner)
             if not facts:
                 return cursors, floor
             for fact in facts:

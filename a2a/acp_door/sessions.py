@@ -35,15 +35,18 @@ def open_session(cwd: str, *, actor: services.Actor, skill: str | None = None) -
     if skills.get(skill) is None:
         raise ValidationFailed({"modeId": [f"unknown mode; offered: {', '.join(skills.ids())}"]})
     at = timezone.now()
-    return AcpSession.objects.create(
-        context_id=f"acp-{uuid.uuid4()}",
-        skill=skill,
-        cwd=cwd,
-        created_by=str(actor),
-        owner=actor.tenant,
-        created_at=at,
-        updated_at=at,
-    )
+    context_id = f"acp-{uuid.uuid4()}"
+    with transaction.atomic():  # the session's context is its tenant's from the start
+        services.claim_context(context_id, actor)
+        return AcpSession.objects.create(
+            context_id=context_id,
+            skill=skill,
+            cwd=cwd,
+            created_by=str(actor),
+            owner=actor.tenant,
+            created_at=at,
+            updated_at=at,
+        )
 
 
 def get_session(session_id: Any, actor: services.Actor) -> AcpSession:
@@ -99,9 +102,10 @@ def list_sessions(
 
 def attach_point(session: AcpSession) -> tuple[dict[str, int], int]:
     """Per-task cursors at the log's current end, and the floor for tasks not yet seen:
-    a session attached now hears what happens from now on."""
+    a session attached now hears what happens from now on. The session's tenant's tasks
+    only (updates.read_facts says why)."""
     cursors = dict(
-        TaskEvent.objects.filter(task__context_id=session.context_id)
+        TaskEvent.objects.filter(task__context_id=session.context_id, task__owner=session.owner)
         .values_list("task_id")
         .annotate(last=Max("id"))
         .values_list("task_id", "last")

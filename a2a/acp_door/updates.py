@@ -57,14 +57,25 @@ class Fact:
 
 
 def read_facts(
-    context_id: str, cursors: dict[str, int], floor: int = 0, *, limit: int = 500
+    context_id: str,
+    cursors: dict[str, int],
+    floor: int = 0,
+    *,
+    owner: str,
+    limit: int = 500,
 ) -> list[Fact]:
     """The context's events not yet seen, in id order, with their rows (four queries).
 
     `cursors` holds, per task, the last event id seen; a task not in it contributes every
     event above `floor`. Per-task cursors are exact: one task's events are appended under
-    its row lock, so their ids grow in commit order (across tasks they need not)."""
-    unseen = Q(task__context_id=context_id, id__gt=floor) & ~Q(task_id__in=list(cursors))
+    its row lock, so their ids grow in commit order (across tasks they need not).
+
+    Only the tasks of `owner` (the session's tenant): a context is its tenant's
+    (a2a/services/contexts.py), and a task of another tenant that got into it before
+    that was enforced is never replayed to this one."""
+    unseen = Q(task__context_id=context_id, task__owner=owner, id__gt=floor) & ~Q(
+        task_id__in=list(cursors)
+    )
     for task_id, cursor in cursors.items():
         unseen |= Q(task_id=task_id, id__gt=cursor)
     events = list(TaskEvent.objects.filter(unseen).order_by("id")[:limit])

@@ -114,7 +114,9 @@ def build_card(url: str) -> dict[str, Any]:
             }
         },
         "security": [{"bearer": []}],
-        "defaultInputModes": ["text/plain", "application/json"],
+        # what a skill takes when it names nothing else; each skill lists its own
+        # (`inputModes`), and a part of another media type is refused with -32005
+        "defaultInputModes": list(skills.DEFAULT_INPUT_MODES),
         "defaultOutputModes": ["text/plain", "application/json"],
         "skills": [
             {
@@ -123,6 +125,7 @@ def build_card(url: str) -> dict[str, Any]:
                 "description": s["description"],
                 "tags": s.get("tags", []),
                 "examples": s.get("examples", []),
+                "inputModes": s["inputModes"],
             }
             for s in skills.catalog()
         ],

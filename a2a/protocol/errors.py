@@ -15,7 +15,14 @@ from typing import Any
 
 from a2a.auth import Unauthenticated
 from a2a.db_faults import is_infrastructure
-from a2a.errors import NotAllowedNow, StaleHandle, TaskNotFound, Unsupported, refusal_hint
+from a2a.errors import (
+    ContentTypeNotSupported,
+    NotAllowedNow,
+    StaleHandle,
+    TaskNotFound,
+    Unsupported,
+    refusal_hint,
+)
 from a2a.lifecycle import PAUSED, Action, Dialect, TransitionRefused
 from a2a.rate_limits import RateLimited
 from a2a.validation import ValidationFailed
@@ -283,6 +290,9 @@ def from_domain(exc: Exception, dialect: Dialect = Dialect.RFC) -> ProtocolError
         return ProtocolError(UNSUPPORTED_OPERATION, str(exc), {"state": state})
     if isinstance(exc, ValidationFailed):
         return invalid_params(exc.errors)
+    if isinstance(exc, ContentTypeNotSupported):
+        data = {"field": exc.field, "mediaType": exc.media_type, "acceptedModes": exc.accepted}
+        return ProtocolError(CONTENT_TYPE_NOT_SUPPORTED, str(exc), data)
     if isinstance(exc, Unsupported):
         return ProtocolError(UNSUPPORTED_OPERATION, str(exc))
     if isinstance(exc, Unauthenticated):

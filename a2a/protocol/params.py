@@ -64,6 +64,12 @@ class PartField(serializers.Field):
             out["file"] = {k: v for k, v in f.items() if k in {"bytes", "uri", "name", "mimeType"}}
         else:
             raise serializers.ValidationError({"kind": ['must be "text", "data" or "file"']})
+        if kind != "file" and data.get("mediaType") is not None:
+            # A2A 1.0 lets any part say its media type; the skill's inputModes judge it
+            # (a2a.services.checks.content_types)
+            if not isinstance(data["mediaType"], str):
+                raise serializers.ValidationError({"mediaType": ["must be a string"]})
+            out["mediaType"] = data["mediaType"]
         if meta:
             out["metadata"] = meta
         return out

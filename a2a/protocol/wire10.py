@@ -41,6 +41,8 @@ def part(p: dict[str, Any]) -> dict[str, Any]:
         out["text"] = p["text"]
     elif kind == "data":
         out["data"] = p["data"]
+    if kind in ("text", "data") and p.get("mediaType"):
+        out["mediaType"] = p["mediaType"]
     elif kind == "file":
         f = p.get("file") or {}
         if "bytes" in f:
@@ -155,6 +157,8 @@ def part_to_03(p: Any) -> Any:
     if not isinstance(p, dict) or "kind" in p:
         return p
     meta = {"metadata": p["metadata"]} if "metadata" in p else {}
+    if "text" in p or "data" in p:  # a media type they state is judged by the skill's modes
+        meta = {**meta, "mediaType": p["mediaType"]} if p.get("mediaType") else meta
     if "text" in p:
         return {"kind": "text", "text": p["text"], **meta}
     if "data" in p:

@@ -13,6 +13,7 @@ from typing import Any
 
 from a2a import input_requests, jsonsafe, skills
 from a2a.conditions import Conditions, parse_conditions
+from a2a.errors import ContentTypeNotSupported
 from a2a.models import Suspension
 from a2a.validation import ValidationFailed
 
@@ -101,7 +102,53 @@ def parts(value: Any, field: str = "message.parts") -> list[dict[str, Any]]:
             raise ValidationFailed({f"{where}.data": ["must be an object"]})
         elif part["kind"] == "file" and not isinstance(part.get("file"), dict):
             raise ValidationFailed({f"{where}.file": ["must be an object"]})
+        media, media_field = _declared_media_type(part, where)
+        if media is not None and not isinstance(media, str):
+            raise ValidationFailed({media_field: ["must be a string"]})
     return storable(value, field)
+
+
+# What a part is when it does not say (text parts are text, data parts JSON); a file part
+# that names no media type is not judged (A2A refuses a media type *provided*).
+_IMPLIED = {"text": "text/plain", "data": "application/json"}
+
+
+def _declared_media_type(part: dict[str, Any], where: str) -> tuple[Any, str]:
+    """The media type a part states, and where: `mediaType` on a text or data part (A2A
+    1.0 allows it on every part), `file.mimeType` on a file part."""
+    if part["kind"] == "file":
+        return part["file"].get("mimeType"), f"{where}.file.mimeType"
+    return part.get("mediaType"), f"{where}.mediaType"
+
+
+def _essence(media_type: str) -> str:
+    """`type/subtype`, lower case, without parameters (`; charset=utf-8`)."""
+    return media_type.split(";", 1)[0].strip().lower()
+
+
+def _accepts(modes: list[str], media_type: str) -> bool:
+    """Does one of `modes` (media types, `type/*` or `*/*`) take `media_type`?"""
+    kind = _essence(media_type)
+    major = kind.split("/", 1)[0]
+    for mode in modes:
+        mode = _essence(mode)
+        if mode in (kind, "*/*", "*") or mode == f"{major}/*":
+            return True
+    return False
+
+
+def content_types(parts: list[dict[str, Any]], skill_id: str, field: str = "message.parts") -> None:
+    """Every part's media type is one the skill accepts (`a2a.skills.input_modes`), or
+    ContentTypeNotSupported naming the first that is not: before anything is written, so
+    a refused message leaves no trace. Run after `parts` (the shapes are checked)."""
+    modes = skills.input_modes(skill_id)
+    for i, part in enumerate(parts):
+        # named by the part, not its key: a 1.0 client said `mediaType`, a 0.3 one
+        # `file.mimeType`, and the stored form is the 0.3 one
+        media, _ = _declared_media_type(part, "")
+        media = media or _IMPLIED.get(part["kind"])
+        if media is not None and not _accepts(modes, media):
+            raise ContentTypeNotSupported(f"{field}.{i}", media, modes)
 
 
 def identifier(value: Any, field: str) -> str:

@@ -16,7 +16,7 @@ from a2a.input_requests import RESPONSE_TYPE, find_data_part
 from a2a.lifecycle import TERMINAL, Action, State, move
 from a2a.models import Artifact, Message, Suspension, Task, TaskEvent
 from a2a.prepared import PreparedInsert
-from a2a.services import checks
+from a2a.services import checks, contexts
 from a2a.services._core import (
     Actor,
     IncomingMessage,
@@ -45,10 +45,12 @@ def create_task(
     rerun_kind: str = "",
 ) -> Task:
     """A new `submitted` task of a skill this Taskdeck offers, holding the client's first
-    message. Referenced tasks must exist. `rerun_of`: the ended task this one repeats
+    message. Referenced tasks must exist; a given contextId must be new or one the actor
+    may add to (a2a/services/contexts.py). `rerun_of`: the ended task this one repeats
     (`reruns.rerun_task`); the new task is that task's owner's, not the operator's."""
     message.checked()
     checks.skill(skill)
+    checks.content_types(message.parts, skill)  # the skill's inputModes (A2A -32005)
     rate_limits.take("create", actor)  # per key and minute (429 at the doors)
     metadata = checks.mapping(metadata, "metadata")
     if context_id is not None:
@@ -70,8 +72,12 @@ def create_task(
     # nothing below is expected to fail, and what does fails the caller's transaction too,
     # whereas a savepoint costs two round trips on every send.
     with transaction.atomic(savepoint=False):
+        if context_id is None:
+            context_id = contexts.new(actor, at)
+        else:  # another tenant's context is refused (a2a/services/contexts.py)
+            contexts.join(context_id, actor, at)
         task = _NEW_TASK.insert(
-            context_id=context_id or str(uuid.uuid4()),
+            context_id=context_id,
             skill=skill,
             state=State.SUBMITTED,
             status_timestamp=at,
@@ -103,6 +109,7 @@ def add_message(task_id: str, message: IncomingMessage, *, actor: Actor) -> Task
     message.checked()
     with transaction.atomic():
         task = lock(task_id, actor)
+        checks.content_types(message.parts, task.skill)  # whatever the state, nothing written
         state = State(task.state)
         if state in (State.INPUT_REQUIRED, State.AUTH_REQUIRED):
             return provide_input(task_id, message, actor=actor)

@@ -137,6 +137,23 @@ REFUSED_CALLS = [
         {"sessionId": "sess-nope", "prompt": [{"type": "text", "text": "hi"}]},
         -32002,
     ),
+    # blocks `initialize` did not declare (promptCapabilities: embeddedContext only)
+    (
+        "session/prompt",
+        {
+            "sessionId": "sess-x",
+            "prompt": [{"type": "image", "data": "aGk=", "mimeType": "image/png"}],
+        },
+        -32602,
+    ),
+    (
+        "session/prompt",
+        {
+            "sessionId": "sess-x",
+            "prompt": [{"type": "audio", "data": "aGk=", "mimeType": "audio/wav"}],
+        },
+        -32602,
+    ),
     ("session/set_mode", {"sessionId": "sess-nope", "modeId": 7}, -32602),
     ("session/suspend", [], -32602),
     ("session/suspend", {"sessionId": "sess-nope", "reason": 5}, -32602),
@@ -160,6 +177,20 @@ def test_bad_requests_get_their_error_with_their_id_and_write_nothing(raw_agent,
     assert AcpSession.objects.count() == 0
     assert raw_agent.call(99, "session/list", {})["result"] == {"sessions": []}
     assert raw_agent.proc.poll() is None
+    # An image block although `initialize` declared promptCapabilities.image = false: -32602
+    # naming the block and the capability, in a session that exists, and nothing written.
+    sid = raw_agent.call(1, "session/new", {"cwd": "/w", "mcpServers": []})["result"]["sessionId"]
+    text = {"type": "text", "text": "look at this"}
+    image = {"type": "image", "data": "aGk=", "mimeType": "image/png"}
+    with unchanged():
+        answer = raw_agent.call(2, "session/prompt", {"sessionId": sid, "prompt": [text, image]})
+    error = answer["error"]
+    assert error["code"] == -32602, answer
+    assert error["data"]["errors"] == {
+        "prompt.1": ["image content is not accepted: this agent declares "
+                     "promptCapabilities.image = false"]
+    }  # fmt: skip
+    assert AcpSession.objects.get(pk=sid).task_id is None
 
 
 def test_a_relative_cwd_is_refused_with_a_reason_and_absolute_ones_are_taken(raw_agent):

@@ -16,7 +16,7 @@ from grpc_status import rpc_status
 from a2a import api_keys
 from a2a.grpc_door.protos import a2a_pb2 as pb
 from a2a.grpc_door.protos import pause_pb2
-from a2a.models import Task
+from a2a.models import Context, MessageReceipt, Task
 
 from .conftest import Client, rpc_error
 
@@ -292,6 +292,46 @@ def test_bytes_that_are_not_the_message_are_invalid_argument(grpc_address, clien
         anonymous = rpc_error(lambda: list(call(GARBAGE, metadata=client.md(token=""))))
         assert anonymous.code() == grpc.StatusCode.UNAUTHENTICATED
     assert Task.objects.count() == before
+
+
+def test_another_tenants_context_is_refused_like_any_other(client):
+    """A key of another tenant naming the task's contextId: INVALID_ARGUMENT on
+    message.contextId, naming nothing of the owner, and no task or context is written
+    (docs/protocol.md, "Contexts belong to their tenant")."""
+    mine = working_task(client)
+    _, other = api_keys.create_key("grpc-other", ["read", "write"])
+    request = send_request("grpc-intruder", return_immediately=True)
+    request.message.context_id = mine.context_id
+    before = sorted(Task.objects.values_list("id", "context_id", "owner"))
+    error = rpc_error(lambda: client.a2a.SendMessage(request, metadata=client.md(other)))
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    found = details(error)
+    assert found["ErrorInfo"]["reason"] == "INVALID_PARAMS"
+    assert [v["field"] for v in found["BadRequest"]["fieldViolations"]] == ["message.contextId"]
+    assert "test-client" not in error.details() and mine.id not in error.details()
+    assert sorted(Task.objects.values_list("id", "context_id", "owner")) == before
+    assert Context.objects.get(pk=mine.context_id).tenant == "key:test-client"
+    # the owner's own key adds to it
+    request.message.message_id = f"grpc-mine-{uuid.uuid4().hex[:8]}"
+    again = client.a2a.SendMessage(request, metadata=client.md())
+    assert again.task.context_id == mine.context_id
+
+
+def test_a_part_of_a_media_type_the_skill_does_not_take_is_refused(client):
+    """The kit's CORE-SEND-003: a raw part of application/x-unsupported-tck-type is
+    ContentTypeNotSupportedError, INVALID_ARGUMENT with the A2A reason; nothing written."""
+    request = send_request("grpc-odd-media")
+    request.message.parts.append(
+        pb.Part(raw=b"tck", media_type="application/x-unsupported-tck-type")
+    )
+    before = (Task.objects.count(), Context.objects.count(), MessageReceipt.objects.count())
+    error = rpc_error(lambda: client.a2a.SendMessage(request, metadata=client.md()))
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    info = details(error)["ErrorInfo"]
+    assert info["reason"] == "CONTENT_TYPE_NOT_SUPPORTED"
+    assert info["metadata"]["mediaType"] == "application/x-unsupported-tck-type"
+    assert info["metadata"]["field"] == "message.parts.1"
+    assert (Task.objects.count(), Context.objects.count(), MessageReceipt.objects.count()) == before
 
 
 def test_cancel_of_a_finished_task_is_a_failed_precondition(client):
