@@ -26,7 +26,7 @@ from django.http import HttpRequest, HttpResponseBase
 from django.middleware.security import SecurityMiddleware
 from django.urls import set_script_prefix
 
-from a2a.protocol import status_line
+from dashboard import reason_phrase
 
 # The JSON-RPC endpoint's exact paths and the HTTP+JSON binding's prefix (anything else
 # under /a2a/ goes the usual way and 404s there). The agent card stays on the full stack:
@@ -139,7 +139,7 @@ class ProtocolHandler(ASGIHandler):
         """Django's, with the response's own reason phrase, when it has one, as the start
         message's `reason` (a2a/protocol/status_line.py; servers that do not know the key
         ignore it)."""
-        reason = status_line.custom(response)
+        reason = reason_phrase.custom(response)
         if reason is None:
             return await super().send_response(response, send)
 

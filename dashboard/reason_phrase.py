@@ -11,7 +11,22 @@ writes the usual phrase. Patched: daphne.http_protocol.WebRequest.handle_reply (
 
 from __future__ import annotations
 
+from http import HTTPStatus
+
+from django.http import HttpResponseBase
+
 _installed = False
+
+
+def custom(response: HttpResponseBase) -> str | None:
+    """The reason phrase the app gave the response (a2a.protocol.status_line.say), None
+    for the status's usual one: what the protocol handler passes on as `reason`."""
+    try:
+        usual = HTTPStatus(response.status_code).phrase
+    except ValueError:
+        usual = None
+    phrase = response.reason_phrase
+    return phrase if phrase and phrase != usual else None
 
 
 def install() -> None:

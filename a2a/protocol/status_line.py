@@ -13,8 +13,6 @@ taught to write it (dashboard/reason_phrase.py). HTTP/2 has no reason phrases.
 
 from __future__ import annotations
 
-from http import HTTPStatus
-
 from django.http import HttpResponseBase
 
 LONGEST = 120
@@ -27,13 +25,3 @@ def say(response: HttpResponseBase, text: str) -> HttpResponseBase:
     if phrase:
         response.reason_phrase = phrase
     return response
-
-
-def custom(response: HttpResponseBase) -> str | None:
-    """The reason phrase `say` gave the response, None for the status's usual one."""
-    try:
-        usual = HTTPStatus(response.status_code).phrase
-    except ValueError:
-        usual = None
-    phrase = response.reason_phrase
-    return phrase if phrase and phrase != usual else None

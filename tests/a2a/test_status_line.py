@@ -9,6 +9,7 @@ import pytest
 from django.http import HttpResponse
 
 from a2a.protocol import status_line
+from dashboard import reason_phrase
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -53,5 +54,5 @@ def test_the_phrase_cannot_break_the_status_line():
     )
     assert response.reason_phrase.startswith("badSet-Cookie: x=1 x")
     assert len(response.reason_phrase) == status_line.LONGEST
-    assert status_line.custom(response) == response.reason_phrase
-    assert status_line.custom(HttpResponse(status=401)) is None
+    assert reason_phrase.custom(response) == response.reason_phrase
+    assert reason_phrase.custom(HttpResponse(status=401)) is None
