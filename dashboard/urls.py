@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, register_converter
 
 from dashboard import exports, favicon
-from dashboard.pages import access, audit, board, bulk, demo, inbox, task
+from dashboard.pages import access, alerts, audit, board, bulk, demo, inbox, task
 
 
 class IdConverter:
@@ -41,5 +41,6 @@ urlpatterns = [
     path("demo", demo.demo, name="demo"),
     path("demo/start", demo.demo_start, name="demo-start"),
     path("audit", audit.audit, name="audit"),
+    path("alerts", alerts.alerts, name="alerts"),
     path("audit.csv", exports.audit_csv, name="audit-csv"),
 ]
