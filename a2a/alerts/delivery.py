@@ -60,7 +60,7 @@ def send(row: AlertDelivery) -> None:
     status = push_delivery.post(
         url,
         {"Content-Type": "application/json", "User-Agent": "Taskdeck-alerts/1"},
-        {"text": f"{subject}: {alert_line(row.alert)}"},
+        {"text": f"[Taskdeck] {alert_line(row.alert)}"},
     )
     if not 200 <= status < 300:
         raise OSError(f"HTTP {status}")
