@@ -233,6 +233,20 @@ def start_demo(user, skill: str, text: str, metadata: dict[str, Any]) -> tuple[R
     return Result(True, f"started {skill}: {text}"), task
 
 
+def send_message(user, task_id: str, text: str) -> Result:
+    """A user message on an existing task (a hosted ACP session's next prompt), through the
+    one path of a user message (a2a.services.receive_message): refused as every door's is
+    when the task is paused or finished."""
+    message = services.IncomingMessage(
+        message_id=f"dashboard-{uuid.uuid4()}", parts=[{"kind": "text", "text": text}]
+    )
+    return _run(
+        user, "message", task_id,
+        lambda: services.receive_message(message, actor=actor_of(user), task_id=task_id),
+        done=f"sent: {text}",
+    )  # fmt: skip
+
+
 # --- bulk -------------------------------------------------------------------------------------
 
 

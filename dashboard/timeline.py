@@ -62,6 +62,10 @@ class Detail:
     # when a task resumed to work has waited for a worker to take its run since (None once
     # one did: its `picked_up`); the board says the same from the live view
     waiting_since: datetime | None = None
+    # when a hosted ACP agent's session last ended a turn with nothing waiting (its
+    # `turn_ended`), while no event came since and the task is working: it is idle, waiting
+    # for the next message; the board says the same from the live view (`idleSince`)
+    idle_since: datetime | None = None
 
 
 OUTPUT = ("progress", "artifact")
@@ -181,8 +185,9 @@ def build(task_id: str) -> Detail:
 
     entries: list[Entry] = []
     decision = ""
-    waiting_since = None
+    waiting_since = idle_since = None
     for ev in events:
+        idle_since = ev.created_at if ev.kind == EventKind.TURN_ENDED else None
         if ev.kind == EventKind.INPUT_PROVIDED:
             decision = (ev.data or {}).get("decision") or ""
         if ev.kind == EventKind.RESUMED:
@@ -213,6 +218,7 @@ def build(task_id: str) -> Detail:
         title=text_of(first.parts if first else None)[:200],
         outcome="rejected" if task.state == "completed" and decision == "rejected" else "",
         waiting_since=waiting_since if task.state == "working" else None,
+        idle_since=idle_since if task.state == "working" else None,
     )
 
 
@@ -364,6 +370,11 @@ def _host_note(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: 
     return Entry(kind="retry", title=title, text=data.get("detail", "")[:TEXT_CHARS], **base)
 
 
+def _turn_ended(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: Refs) -> Entry:
+    """A hosted agent's turn ended: its session waits for the next message."""
+    return Entry(kind="state", title="Turn ended: waiting for the next message", **base)
+
+
 def _picked_up(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: Refs) -> Entry:
     """The end of "resumed, waiting for a worker"."""
     return Entry(kind="resume", title="A worker took the run again", **base)
@@ -394,6 +405,7 @@ ENTRIES: dict[EventKind, Shows] = {
     EventKind.PICKED_UP: _picked_up,
     EventKind.TOOL_CALL: _tool,
     EventKind.HOST_NOTE: _host_note,
+    EventKind.TURN_ENDED: _turn_ended,
     EventKind.COMPLETED: _state,
     EventKind.FAILED: _state,
     EventKind.REJECTED: _state,

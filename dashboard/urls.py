@@ -33,6 +33,7 @@ urlpatterns = [
     path("tasks/<id:task_id>/resume", task.task_resume, name="task-resume"),
     path("tasks/<id:task_id>/cancel", task.task_cancel, name="task-cancel"),
     path("tasks/<id:task_id>/emit", task.task_emit, name="task-emit"),
+    path("tasks/<id:task_id>/message", task.task_message, name="task-message"),
     path("favicon-<int:count>.svg", favicon.favicon, name="favicon"),
     path("inbox", inbox.inbox, name="inbox"),
     path("inbox/<id:interrupt_id>", inbox.inbox_item, name="inbox-item"),
