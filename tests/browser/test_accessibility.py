@@ -55,6 +55,7 @@ def test_every_page_passes_axe(open_as, browser, site, operator, tasks, scheme, 
         "task-asking": f"/tasks/{tasks['asking'].id}",
         "inbox": "/inbox",
         "audit": "/audit",
+        "alerts": "/alerts",
         "demo": "/demo",
     }
     found = {}
