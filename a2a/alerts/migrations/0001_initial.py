@@ -5,65 +5,124 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='Alert',
+            name="Alert",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(max_length=200, unique=True)),
-                ('reason', models.CharField(choices=[('approval', 'Approval waiting'), ('failed', 'Task failed'), ('lag', 'Live view lagging')], max_length=16)),
-                ('task_id', models.CharField(blank=True, db_index=True, default='', max_length=64)),
-                ('since', models.DateTimeField()),
-                ('text', models.TextField()),
-                ('link', models.CharField(blank=True, default='', max_length=2048)),
-                ('created_at', models.DateTimeField()),
-                ('ended_at', models.DateTimeField(blank=True, null=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("key", models.CharField(max_length=200, unique=True)),
+                (
+                    "reason",
+                    models.CharField(
+                        choices=[
+                            ("approval", "Approval waiting"),
+                            ("failed", "Task failed"),
+                            ("lag", "Live view lagging"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("task_id", models.CharField(blank=True, db_index=True, default="", max_length=64)),
+                ("since", models.DateTimeField()),
+                ("text", models.TextField()),
+                ("link", models.CharField(blank=True, default="", max_length=2048)),
+                ("created_at", models.DateTimeField()),
+                ("ended_at", models.DateTimeField(blank=True, null=True)),
             ],
             options={
-                'indexes': [models.Index(fields=['reason', 'since'], name='alert_reason_since'), models.Index(fields=['-created_at', '-id'], name='alert_created_id')],
+                "indexes": [
+                    models.Index(fields=["reason", "since"], name="alert_reason_since"),
+                    models.Index(fields=["-created_at", "-id"], name="alert_created_id"),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='AlertDelivery',
+            name="AlertDelivery",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('channel', models.CharField(choices=[('email', 'Email'), ('webhook', 'Webhook')], max_length=8)),
-                ('target', models.CharField(max_length=2048)),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('delivered', 'Delivered'), ('abandoned', 'Given up'), ('refused', 'Refused')], default='pending', max_length=10)),
-                ('attempts', models.PositiveIntegerField(default=0)),
-                ('next_attempt_at', models.DateTimeField()),
-                ('claimed_until', models.DateTimeField(blank=True, null=True)),
-                ('last_error', models.TextField(blank=True, default='')),
-                ('last_attempt_at', models.DateTimeField(blank=True, null=True)),
-                ('delivered_at', models.DateTimeField(blank=True, null=True)),
-                ('alert', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='deliveries', to='alerts.alert')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "channel",
+                    models.CharField(
+                        choices=[("email", "Email"), ("webhook", "Webhook")], max_length=8
+                    ),
+                ),
+                ("target", models.CharField(max_length=2048)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("delivered", "Delivered"),
+                            ("abandoned", "Given up"),
+                            ("refused", "Refused"),
+                        ],
+                        default="pending",
+                        max_length=10,
+                    ),
+                ),
+                ("attempts", models.PositiveIntegerField(default=0)),
+                ("next_attempt_at", models.DateTimeField()),
+                ("claimed_until", models.DateTimeField(blank=True, null=True)),
+                ("last_error", models.TextField(blank=True, default="")),
+                ("last_attempt_at", models.DateTimeField(blank=True, null=True)),
+                ("delivered_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "alert",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="deliveries",
+                        to="alerts.alert",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='AlertAttempt',
+            name="AlertAttempt",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('at', models.DateTimeField()),
-                ('ok', models.BooleanField()),
-                ('error', models.TextField(blank=True, default='')),
-                ('delivery', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='tries', to='alerts.alertdelivery')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("at", models.DateTimeField()),
+                ("ok", models.BooleanField()),
+                ("error", models.TextField(blank=True, default="")),
+                (
+                    "delivery",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="tries",
+                        to="alerts.alertdelivery",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['delivery', 'at', 'id'],
+                "ordering": ["delivery", "at", "id"],
             },
         ),
         migrations.AddIndex(
-            model_name='alertdelivery',
-            index=models.Index(fields=['status', 'next_attempt_at'], name='alertdelivery_due'),
+            model_name="alertdelivery",
+            index=models.Index(fields=["status", "next_attempt_at"], name="alertdelivery_due"),
         ),
         migrations.AddConstraint(
-            model_name='alertdelivery',
-            constraint=models.UniqueConstraint(fields=('alert', 'channel'), name='alertdelivery_one_per_channel'),
+            model_name="alertdelivery",
+            constraint=models.UniqueConstraint(
+                fields=("alert", "channel"), name="alertdelivery_one_per_channel"
+            ),
         ),
     ]
