@@ -120,6 +120,15 @@ class Site(Section):
         "TASKDECK_HSTS_INCLUDE_SUBDOMAINS", True, "production: HSTS includeSubDomains"
     )
     hsts_preload = Switch("TASKDECK_HSTS_PRELOAD", True, "production: HSTS preload")
+    # Django's SMTP mail backend (operator alerts' email channel, a2a/alerts)
+    email_host = Text("TASKDECK_EMAIL_HOST", "localhost", "SMTP server for alert email")
+    email_port = Whole("TASKDECK_EMAIL_PORT", 25, "its port", at_least=1)
+    email_user = Text("TASKDECK_EMAIL_USER", "", "SMTP user (empty: no login)")
+    email_password = Text("TASKDECK_EMAIL_PASSWORD", "", "SMTP password", secret=True)
+    email_tls = Switch("TASKDECK_EMAIL_TLS", False, "SMTP with STARTTLS")
+    email_from = Text(
+        "TASKDECK_EMAIL_FROM", "taskdeck@localhost", "the From address of alert email"
+    )
     log_level = Text(
         "TASKDECK_LOG_LEVEL",
         "INFO",
@@ -452,6 +461,38 @@ class Push(Section):
     )
 
 
+class Alerts(Section):
+    """Operator alerts (a2a/alerts, docs/production.md "Alerts"): what is worth a person's
+    attention, and where it is sent. No channel set: alerts are recorded and shown on the
+    alerts page only."""
+
+    key = "ALERTS"
+    emails = Names("TASKDECK_ALERT_EMAILS", [], "who gets alert email (comma-separated)")
+    webhook = Url("TASKDECK_ALERT_WEBHOOK", "", "an outgoing webhook (Slack-compatible) for alerts")
+    approval_minutes = Number(
+        "TASKDECK_ALERT_APPROVAL_MINUTES",
+        30,
+        "an approval waiting longer than this alerts (0: never)",
+        at_least=0,
+    )
+    failed = Switch("TASKDECK_ALERT_FAILED", True, "a failed task alerts")
+    lag_seconds = Number(
+        "TASKDECK_ALERT_LAG_SECONDS",
+        60,
+        "the live view lagging longer than this alerts (0: never)",
+        at_least=0,
+    )
+    max_attempts = Whole(
+        "TASKDECK_ALERT_MAX_ATTEMPTS", 8, "an alert is tried this many times", at_least=1
+    )
+    backoff_seconds = Number(
+        "TASKDECK_ALERT_BACKOFF_SECONDS", 5, "the first wait after a failed try", at_least=0
+    )
+    max_backoff_seconds = Number(
+        "TASKDECK_ALERT_MAX_BACKOFF_SECONDS", 600, "the longest wait between tries", at_least=0
+    )
+
+
 # What code reads (each a live view of settings.TASKDECK).
 TASKDECK = Taskdeck()
 RATES = Rates()
@@ -460,8 +501,18 @@ ACP_HOST = AcpHost()
 RUNTIME = Runtime()
 VIEW = View()
 PUSH = Push()
+ALERTS = Alerts()
 PROCESS = Process()
-SECTIONS: tuple[type[Section], ...] = (Taskdeck, Rates, AcpDoor, AcpHost, Runtime, View, Push)
+SECTIONS: tuple[type[Section], ...] = (
+    Taskdeck,
+    Rates,
+    AcpDoor,
+    AcpHost,
+    Runtime,
+    View,
+    Push,
+    Alerts,
+)
 
 
 def declared() -> Iterator[Setting[Any]]:

@@ -44,6 +44,10 @@ class EventKind(StrEnum):
     # HostNoteData; what the host of an ACP agent saw happen to its process (an exit, a
     # turn cut off, a takeover, a refused request): a timeline fact, never a state change
     HOST_NOTE = "host_note"
+    # NoData; a hosted ACP agent's turn ended and the session waits for the next message
+    # (state unchanged: `working`). Until the next event the task is idle, and the board
+    # and its page say so rather than "Working". Not a status event
+    TURN_ENDED = "turn_ended"
     COMPLETED = "completed"  # StateData (+ replyOnly)
     FAILED = "failed"  # StateData; the reason is TaskEvent.reason
     REJECTED = "rejected"  # StateData
@@ -178,6 +182,7 @@ SHAPES: dict[EventKind, type] = {
     EventKind.PICKED_UP: NoData,
     EventKind.TOOL_CALL: ToolCallData,
     EventKind.HOST_NOTE: HostNoteData,
+    EventKind.TURN_ENDED: NoData,
     EventKind.COMPLETED: StateData,
     EventKind.FAILED: StateData,
     EventKind.REJECTED: StateData,

@@ -91,6 +91,9 @@ class Task(models.Model):
             models.Index(
                 fields=["owner", "state", "-updated_at", "-id"], name="task_owner_state_updated"
             ),
+            # operator alerts (a2a/alerts/detect.py): "input-required since before T" and
+            # "failed since after T" are ranges of this index, however many tasks there are
+            models.Index(fields=["state", "status_timestamp"], name="task_state_since"),
         ]
 
     def __str__(self) -> str:

@@ -197,6 +197,7 @@ def project_task(
     last_interrupt = decision = ended = answered = None
     recount = False
     waiting = (previous or {}).get("waitingForWorkerSince")
+    idle = (previous or {}).get("idleSince")
     texts: list[tuple[dict[str, Any], Any]] = []
     for event in events:
         last_interrupt = ACTIVITIES.get(event.kind, _untouched)(event, refs, batch, ops) or (
@@ -204,6 +205,7 @@ def project_task(
         )
         recount = recount or event.kind == EventKind.ARTIFACT_ADDED
         waiting = _waiting_for_worker(event, waiting)
+        idle = ts(event.created_at) if event.kind == EventKind.TURN_ENDED else None
         if event.kind == EventKind.INPUT_PROVIDED:
             decision = (event.data or {}).get("decision") or "provided"
             answered = event
@@ -224,6 +226,7 @@ def project_task(
         last_interrupt_id=last_interrupt,
         artifacts=task.artifacts.count() if recount else None,
         waiting_for_worker_since=waiting,
+        idle_since=idle if task.state == State.WORKING else None,
         decision=decision,
         ended=ended,
     )
@@ -526,6 +529,7 @@ ACTIVITIES: dict[EventKind, Touches] = {
     EventKind.RESUMED: _pause_resumes,
     EventKind.RETRYING: _untouched,
     EventKind.PICKED_UP: _untouched,
+    EventKind.TURN_ENDED: _untouched,
     EventKind.TOOL_CALL: _untouched,
     EventKind.HOST_NOTE: _untouched,
     **dict.fromkeys(ENDING_KINDS, _task_ends),

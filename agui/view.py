@@ -56,13 +56,16 @@ def task_entry(
     waiting_for_worker_since: str | None = None,
     decision: str | None = None,
     ended: dict[str, Any] | None = None,
+    idle_since: str | None = None,
 ) -> dict[str, Any]:
     """The view entry; fields the projector does not recompute carry over from `previous`.
     `version`: the view's own version of the task (agui.models.ViewTask); `taskVersion`
     says which task version the entry reflects (the task page compares it with the
     task's).
     `waiting_for_worker_since`: when a task resumed to work that no worker has taken yet
-    was resumed (the projector's `_waiting_for_worker`). `decision`: the answer to the
+    was resumed (the projector's `_waiting_for_worker`). `idle_since`: when a hosted ACP
+    agent's session ended its last turn with nothing waiting (its `turn_ended`, the latest
+    event of a working task): it waits for the next message. `decision`: the answer to the
     task's latest input request ("approved", "rejected", "provided"), when this event
     answered one; a task that completes after a rejection is shown "Completed · rejected".
     `ended`: how the task ended (`a2a.endings.Ending.as_json()`), when this event ended it;
@@ -90,6 +93,7 @@ def task_entry(
         },
         "pause": pause_facts(task.current_suspension),
         "waitingForWorkerSince": waiting_for_worker_since,
+        "idleSince": idle_since,
         "lastDecision": decision or previous.get("lastDecision"),
         "ended": (ended or previous.get("ended")) if task.state in TERMINAL else None,
         # where it came in (never changes): {door, ref, title}, or null when not recorded

@@ -252,6 +252,18 @@ def rerun(user, task_id: str, *, kind: str, seen_latest: str) -> tuple[Result, T
     audit(user, action, task_id, ok=True, detail=done)
     said = f"Started {task.id[:8]}, a {'retry' if retry else 're-run'} of {task_id[:8]}."
     return Result(True, said), task
+def send_message(user, task_id: str, text: str) -> Result:
+    """A user message on an existing task (a hosted ACP session's next prompt), through the
+    one path of a user message (a2a.services.receive_message): refused as every door's is
+    when the task is paused or finished."""
+    message = services.IncomingMessage(
+        message_id=f"dashboard-{uuid.uuid4()}", parts=[{"kind": "text", "text": text}]
+    )
+    return _run(
+        user, "message", task_id,
+        lambda: services.receive_message(message, actor=actor_of(user), task_id=task_id),
+        done=f"sent: {text}",
+    )  # fmt: skip
 
 
 # --- bulk -------------------------------------------------------------------------------------

@@ -96,6 +96,12 @@ class CancelForm(forms.Form):
     reason = reason_field()
 
 
+class MessageForm(forms.Form):
+    """The next message to a hosted ACP agent's session (its next prompt)."""
+
+    text = forms.CharField(label="Your next message", max_length=10_000, strip=True)
+
+
 class EmitEventForm(forms.Form):
     name = forms.CharField(label="Event name", max_length=200)
     payload = JSONField(object_only=True, label="Payload (JSON object, optional)")
@@ -135,7 +141,7 @@ class BulkForm(forms.Form):
 
 class DemoForm(forms.Form):
     skill = forms.CharField()
-    text = forms.CharField(required=False, max_length=500)
+    text = forms.CharField(required=False, max_length=2000, strip=True)
 
 
 # --- answers to input requests ---------------------------------------------------------------

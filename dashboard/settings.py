@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "a2a",
     "a2a.runtime",
     "a2a.push",
+    "a2a.alerts",  # operator alerts: email and an outgoing webhook
     "a2a.acp_door",
     "a2a.acp_host",
     "a2a.grpc_door",  # `manage.py run_grpc`: the A2A 1.0 gRPC binding
@@ -325,6 +326,16 @@ if PRODUCTION:
         "staticfiles": {"BACKEND": "dashboard.static_files.Storage"},
     }
 # --- Production (end) ---------------------------------------------------------------------------
+
+# --- Email -------------------------------------------------------------------------------
+# Django's SMTP backend, for operator alerts (a2a/alerts; docs/production.md, "Alerts").
+EMAIL_HOST = site.email_host
+EMAIL_PORT = site.email_port
+EMAIL_HOST_USER = site.email_user
+EMAIL_HOST_PASSWORD = site.email_password
+EMAIL_USE_TLS = site.email_tls
+EMAIL_TIMEOUT = 10  # an SMTP server that hangs cannot hold a worker
+DEFAULT_FROM_EMAIL = SERVER_EMAIL = site.email_from
 
 # --- Taskdeck -----------------------------------------------------------------------------
 # Taskdeck's own settings, nested by part (top level, RATES, ACP, ACP_HOST, RUNTIME, VIEW,

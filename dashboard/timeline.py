@@ -66,6 +66,10 @@ class Detail:
     # how it ended (who cancelled and why, which deadline, the agent's error: a2a.endings),
     # shown before the agent's last words; None while it runs or for a plain completion
     ending: Ending | None = None
+    # when a hosted ACP agent's session last ended a turn with nothing waiting (its
+    # `turn_ended`), while no event came since and the task is working: it is idle, waiting
+    # for the next message; the board says the same from the live view (`idleSince`)
+    idle_since: datetime | None = None
 
 
 OUTPUT = ("progress", "artifact")
@@ -185,9 +189,10 @@ def build(task_id: str) -> Detail:
 
     entries: list[Entry] = []
     decision = ""
-    waiting_since = None
+    waiting_since = idle_since = None
     answered = ended = None
     for ev in events:
+        idle_since = ev.created_at if ev.kind == EventKind.TURN_ENDED else None
         if ev.kind == EventKind.INPUT_PROVIDED:
             decision = (ev.data or {}).get("decision") or ""
             answered = ev
@@ -222,6 +227,7 @@ def build(task_id: str) -> Detail:
         outcome="rejected" if task.state == "completed" and decision == "rejected" else "",
         waiting_since=waiting_since if task.state == "working" else None,
         ending=ending_of(ended, answered) if ended is not None else None,
+        idle_since=idle_since if task.state == "working" else None,
     )
 
 
@@ -373,6 +379,11 @@ def _host_note(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: 
     return Entry(kind="retry", title=title, text=data.get("detail", "")[:TEXT_CHARS], **base)
 
 
+def _turn_ended(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: Refs) -> Entry:
+    """A hosted agent's turn ended: its session waits for the next message."""
+    return Entry(kind="state", title="Turn ended: waiting for the next message", **base)
+
+
 def _picked_up(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: Refs) -> Entry:
     """The end of "resumed, waiting for a worker"."""
     return Entry(kind="resume", title="A worker took the run again", **base)
@@ -403,6 +414,7 @@ ENTRIES: dict[EventKind, Shows] = {
     EventKind.PICKED_UP: _picked_up,
     EventKind.TOOL_CALL: _tool,
     EventKind.HOST_NOTE: _host_note,
+    EventKind.TURN_ENDED: _turn_ended,
     EventKind.COMPLETED: _state,
     EventKind.FAILED: _state,
     EventKind.REJECTED: _state,

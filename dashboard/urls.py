@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, register_converter
 
 from dashboard import exports, favicon
-from dashboard.pages import access, audit, board, bulk, demo, history, inbox, lockouts, task
+from dashboard.pages import access, alerts, audit, board, bulk, demo, history, inbox, lockouts, task
 
 
 class IdConverter:
@@ -35,6 +35,7 @@ urlpatterns = [
     path("tasks/<id:task_id>/emit", task.task_emit, name="task-emit"),
     path("tasks/<id:task_id>/rerun", task.task_rerun, name="task-rerun"),
     path("tasks/<id:task_id>/retry", task.task_retry, name="task-retry"),
+    path("tasks/<id:task_id>/message", task.task_message, name="task-message"),
     path("favicon-<int:count>.svg", favicon.favicon, name="favicon"),
     path("inbox", inbox.inbox, name="inbox"),
     path("inbox/<id:interrupt_id>", inbox.inbox_item, name="inbox-item"),
@@ -44,6 +45,7 @@ urlpatterns = [
     path("demo/start", demo.demo_start, name="demo-start"),
     path("audit", audit.audit, name="audit"),
     path("history", history.history, name="history"),
+    path("alerts", alerts.alerts, name="alerts"),
     path("audit.csv", exports.audit_csv, name="audit-csv"),
     path("lockouts", lockouts.lockouts, name="lockouts"),
     path("lockouts/release", lockouts.release, name="lockouts-release"),

@@ -41,6 +41,7 @@ ROOMS = {
     "a2a.rest": "A2A HTTP+JSON binding",
     "a2a.grpc_door": "A2A gRPC binding",
     "a2a.push": "A2A push notifications",
+    "a2a.alerts": "operator alerts",
     "a2a.acp_door": "ACP door",
     "agui": "AG-UI projection and door",
     "dashboard": "operator dashboard and the Django project",
@@ -56,9 +57,10 @@ ALLOWED: dict[str, set[str]] = {
     "a2a.rest": {"a2a.protocol"},
     "a2a.grpc_door": {"a2a.protocol"},
     "a2a.push": {"a2a.protocol"},  # push posts A2A stream items; it is part of the A2A door
+    "a2a.alerts": {"a2a.push"},  # an alert webhook goes through push's URL guard and post
     "a2a.acp_door": set(),
     "agui": set(),
-    "dashboard": {"agui"},  # dashboard → agui → a2a
+    "dashboard": {"agui", "a2a.alerts"},  # dashboard → agui → a2a; /alerts reads the alerts
 }
 # Wiring that names the rooms on purpose: URL tables and the Django project's own files
 # (INSTALLED_APPS, the ASGI routing).

@@ -374,6 +374,7 @@ UPDATES: dict[EventKind, Renders] = {
     EventKind.TIMED_OUT: _ended_badly,
     EventKind.RETRYING: _nothing,
     EventKind.PICKED_UP: _nothing,
+    EventKind.TURN_ENDED: _nothing,
     EventKind.TOOL_CALL: _nothing,
     EventKind.HOST_NOTE: _nothing,
     EventKind.COMPLETED: _completed,

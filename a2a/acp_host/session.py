@@ -134,12 +134,14 @@ class HostedRun:
         await self.turns.stop()
         self.finished = True
 
-    async def release(self, served: int) -> None:
-        """Let the run lease go (a turn served `served` wakeups, or none started)."""
+    async def release(self, served: int) -> bool:
+        """Let the run lease go (a turn served `served` wakeups, or none started). True
+        when the task woke up meanwhile (a message came during the turn): another turn."""
         again = await in_db(leases.release)(self.task_id, served, self.me)
         if not again:
             await in_db(announce_release)(self.task_id)
         self.nudge.set()
+        return again
 
     # ----- the agent's session ----------------------------------------------------------
 

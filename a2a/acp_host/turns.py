@@ -99,8 +99,8 @@ class Turns:
         elif msg is not None:
             served = snap.served if snap.more_messages else claimed
             await self.start(self.prompt(msg), served, msg.seq)
-        else:
-            await run.release(claimed)
+        elif not await run.release(claimed):  # woken with nothing to send (a resume
+            await self.idle()  # whose held turn ended meanwhile): it waits for a message
 
     async def prompt(self, msg: Any) -> str:
         run = self.run
@@ -147,7 +147,20 @@ class Turns:
         elif stop in ("max_tokens", "max_turn_requests", "refusal"):
             await run.note("refused", f"the agent ended its turn: {stop}")
         await in_db(store.end_turn)(run.row)
-        await run.release(self.served)
+        if not await run.release(self.served):
+            await self.idle()
+
+    async def idle(self) -> None:
+        """Nothing waits for a turn: the session is idle until the next message, and the
+        log says so (`turn_ended`: the board and the task page show "Idle" rather than
+        "Working" for ever). Noted after the release, so a message that came meanwhile
+        makes the next turn instead; a message that comes after this note is an event
+        after it, which ends the idle."""
+        run = self.run
+        with contextlib.suppress(TaskError, TransitionRefused):
+            await in_db(services.note_turn_ended)(
+                run.task_id, actor=run.actor, consumed=run.row.consumed or 0
+            )
 
     async def check_stalled(self) -> None:
         run = self.run

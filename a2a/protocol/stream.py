@@ -306,6 +306,7 @@ ITEMS: dict[EventKind, StreamItem] = {
     EventKind.ARTIFACT_ADDED: _artifact_update,
     EventKind.RETRYING: _not_streamed,
     EventKind.PICKED_UP: _not_streamed,
+    EventKind.TURN_ENDED: _not_streamed,
     EventKind.TOOL_CALL: _not_streamed,
     EventKind.HOST_NOTE: _not_streamed,
 }

@@ -217,6 +217,35 @@ def note_pickup(task_id: str, *, actor: Actor) -> Task | None:
     return task
 
 
+def note_turn_ended(task_id: str, *, actor: Actor, consumed: int) -> Task | None:
+    """A hosted ACP agent's turn ended and nothing more is waiting: the session is idle
+    until the next message (the live view's `idleSince`, the task page's "Idle — waiting
+    for your next message"). A timeline fact, never a state change; nothing is written
+    unless the task is `working` (a paused or finished task says so itself), nor when a
+    user message past `consumed` (the last one the host prompted; an answer to one of its
+    questions is no prompt) is waiting: a message takes the task's lock to arrive, so
+    under it the two cannot cross. Nor twice in a row: one note per wait."""
+    with transaction.atomic():
+        task = lock(task_id, actor)
+        if task.state != State.WORKING:
+            return None
+        later = set(
+            Message.objects.filter(task_id=task_id, role="user", seq__gt=consumed).values_list(
+                "seq", flat=True
+            )[:100]
+        )
+        if later:  # answers to its questions are the permissions' outcomes, never prompts
+            answers = TaskEvent.objects.filter(task_id=task_id, kind=EventKind.INPUT_PROVIDED)
+            later -= set(answers.values_list("data__messageSeq", flat=True))
+        if later:
+            return None
+        latest = TaskEvent.objects.filter(task_id=task_id).order_by("-id").values("kind")[:1]
+        if [e["kind"] for e in latest] == [EventKind.TURN_ENDED]:
+            return None  # idle already: one note per wait
+        record(task, EventKind.TURN_ENDED, actor, now())
+    return task
+
+
 def _awaits_pickup(task_id: str) -> bool:
     """Was the task's latest resume to `working`, with no worker's pickup since?"""
     last = (

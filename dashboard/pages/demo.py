@@ -22,6 +22,10 @@ from dashboard.pages.access import operator_only
 LAUNCHABLE = ("demo", skills.HOSTED_TAG)  # the demo agents, and hosted ACP agents
 
 
+def is_hosted(skill: dict[str, Any]) -> bool:
+    return skills.HOSTED_TAG in (skill.get("tags") or [])
+
+
 def demo_skills() -> list[dict[str, Any]]:
     """What the launcher offers: the demo agents and the hosted ACP agents (skills tagged
     "demo" or "acp-hosted")."""
@@ -40,8 +44,13 @@ PRESETS: dict[str, dict[str, Any]] = {
 def context(request, guided: str = "", failed=None) -> dict[str, Any]:
     demos = []
     for skill in demo_skills():
-        preset = PRESETS.get(skill["id"], {"text": (skill.get("examples") or ["demo"])[0]})
-        demos.append({"skill": skill, "text": preset["text"]})
+        hosted = is_hosted(skill)
+        # a hosted agent's prompt is the operator's to write (what an arbitrary agent
+        # understands is not known: an example is a hint, never sent unasked)
+        preset = PRESETS.get(skill["id"], {"text": ""})
+        example = (skill.get("examples") or [""])[0]
+        demos.append({"skill": skill, "text": preset["text"], "hosted": hosted,
+                      "example": example})  # fmt: skip
     ctx: dict[str, Any] = {"page": "demo", "demos": demos, "guided": None}
     if guided and "\x00" not in guided:
         task = Task.objects.filter(pk=guided).select_related("status_message").first()
@@ -78,8 +87,12 @@ def demo_start(request: HttpRequest) -> HttpResponse:
         messages.error(request, "Pick one of the demo agents.")
         return redirect("demo")
     skill = form.cleaned_data["skill"]
-    preset = PRESETS.get(skill, {"text": "demo", "metadata": {}})
+    preset = PRESETS.get(skill, {"text": "", "metadata": {}})
     text = form.cleaned_data["text"] or preset["text"]
+    if not text:  # a hosted agent's first prompt is typed, never made up
+        actions.refuse(request.user, "start", "", f"{skill}: no prompt")
+        messages.error(request, "Type a first message for the agent.")
+        return redirect("demo")
     _, task = actions.start_demo(request.user, skill, text, dict(preset.get("metadata", {})))
     if request.POST.get("guided"):
         return redirect(reverse("demo") + "?" + urlencode({"guided": task.id}))

@@ -174,7 +174,10 @@ def context(
         "pause_form": forms.PauseForm(),
         # a hosted ACP agent (a2a.skills.HOSTED_TAG): "stop now" may cancel its turn (the
         # form says so)
-        "hosted_acp": skills.HOSTED_TAG in ((skills.get(task.skill) or {}).get("tags") or []),
+        "hosted_acp": _hosted(task),
+        # its session takes the next message from the task page while it works (idle
+        # between turns, or queued behind the turn in flight)
+        "message_form": forms.MessageForm() if _hosted(task) and state == State.WORKING else None,
         "resume_form": forms.ResumeForm(
             initial={"handle": susp.handle if susp else "", "continue_transcript": True}
         ),
@@ -310,6 +313,31 @@ def task_cancel(request: HttpRequest, task_id: str) -> HttpResponse:
         request, task_id, action="cancel", which="cancel", form_class=forms.CancelForm,
         act=lambda d: actions.cancel(request.user, task_id, reason=d["reason"]),
     )  # fmt: skip
+
+
+@operator_only("message")
+def task_message(request: HttpRequest, task_id: str) -> HttpResponse:
+    """The next message of a hosted ACP agent's session. Only those take one from here:
+    for another agent a message is an answer, given through its question's card."""
+    try:
+        task = selectors.get_task(task_id)
+    except TaskNotFound:  # audited and answered as every task action answers it
+        actions.refuse(request.user, "message", task_id, "no such task")
+        raise Http404("no such task") from None
+    if not _hosted(task):
+        form = forms.MessageForm(request.POST)
+        message = "only a hosted ACP agent's session takes a message from here"
+        actions.refuse(request.user, "message", task_id, message)
+        return _detail_error(request, task_id, "message", form, message, status=409)
+    return _task_action(
+        request, task_id, action="message", which="message", form_class=forms.MessageForm,
+        act=lambda d: actions.send_message(request.user, task_id, d["text"]),
+    )  # fmt: skip
+
+
+def _hosted(task: Task) -> bool:
+    """A hosted ACP agent's task (its skill's card carries a2a.skills.HOSTED_TAG)."""
+    return skills.HOSTED_TAG in ((skills.get(task.skill) or {}).get("tags") or [])
 
 
 @operator_only("emit-event")

@@ -23,6 +23,8 @@ export const STATES = Object.keys(STATE_LABELS);
 export function outcome(entry) {
   if (entry.status === "completed" && entry.lastDecision === "rejected") return "rejected";
   if (entry.status === "working" && entry.waitingForWorkerSince) return "waiting";
+  // a hosted ACP agent between turns: its session waits for the next message
+  if (entry.status === "working" && entry.idleSince) return "idle";
   return "";
 }
 
@@ -146,6 +148,9 @@ export function describe(entry) {
   // resumed, but no worker has taken the run yet (the view clears it when one does)
   if (s === "working" && entry.waitingForWorkerSince) {
     return `resumed, waiting for a worker — since ${clock(entry.waitingForWorkerSince)}`;
+  }
+  if (s === "working" && entry.idleSince) {
+    return `idle — waiting for your next message — since ${clock(entry.idleSince)}`;
   }
   if (s === "working") {
     const step = p ? ` (${p.done} of ${p.total})` : "";

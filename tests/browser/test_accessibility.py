@@ -56,6 +56,7 @@ def test_every_page_passes_axe(open_as, browser, site, operator, tasks, start, s
         "task-asking": f"/tasks/{tasks['asking'].id}",
         "inbox": "/inbox",
         "audit": "/audit",
+        "alerts": "/alerts",
         "demo": "/demo",
         "history": "/history",
         "history-search": f"/history?q={tasks['asking'].id[:8]}&state=open",

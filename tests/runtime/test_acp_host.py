@@ -275,6 +275,56 @@ def test_an_agent_that_dies_while_asking_ends_the_task_and_withdraws_the_questio
     assert event.data["withdrawnRequestId"].startswith("req-")  # the inbox question is gone
 
 
+def idle_since(task_id: str) -> str | None:
+    from agui.models import ViewTask
+
+    row = ViewTask.objects.filter(task_id=task_id).values_list("entry", flat=True).first()
+    return (row or {}).get("idleSince")
+
+
+def test_between_turns_it_is_idle_and_the_dashboard_sends_its_next_message(
+    hosted, django_user_model
+):
+    """After a turn the session waits: the live view and the task page say "Idle —
+    waiting for your next message" rather than "Working"; the page's message box sends
+    the next prompt through the services (audited; a viewer's is refused), and the new
+    turn ends idle again."""
+    from django.test import Client
+
+    from dashboard import roles
+    from dashboard.models import AuditEntry
+    from tests.dashboard.conftest import make_user
+
+    task = hosted("rfc-agent", "echo first words")
+    wait_text(task.id, "first words")
+    wait_for(lambda: idle_since(task.id), 20, "the view to say the session is idle")
+    assert Task.objects.get(pk=task.id).state == State.WORKING  # idle is not a state
+    op, viewer = Client(), Client()
+    op.force_login(make_user(django_user_model, "ana", roles.OPERATORS))
+    viewer.force_login(make_user(django_user_model, "vic", roles.VIEWERS))
+    page = op.get(f"/tasks/{task.id}").content.decode()
+    assert "Idle — waiting for your next message" in page
+    assert "Working · idle" in page and 'id="message-text"' in page
+    assert 'id="message-text"' not in viewer.get(f"/tasks/{task.id}").content.decode()
+
+    assert viewer.post(f"/tasks/{task.id}/message", {"text": "echo sneaky"}).status_code == 403
+    answer = op.post(f"/tasks/{task.id}/message", {"text": "echo second words"})
+    assert answer.status_code == 302
+    assert idle_since(task.id) is None  # the message ends the idle at once
+    wait_text(task.id, "second words")
+    wait_for(
+        lambda: TaskEvent.objects.filter(task_id=task.id, kind=EventKind.TURN_ENDED).count() == 2,
+        20, "the second turn to end idle",
+    )  # fmt: skip
+    assert "sneaky" not in " ".join(agent_texts(task.id))
+    assert AuditEntry.objects.filter(task_id=task.id, action="message", outcome="ok").count() == 1
+    assert (
+        AuditEntry.objects.filter(task_id=task.id, action="message", outcome="refused").count() == 1
+    )
+    blank = op.post(f"/tasks/{task.id}/message", {"text": "  "})
+    assert blank.status_code == 400 and "This field is required" in blank.content.decode()
+
+
 def test_an_agent_that_never_answers_initialize_fails_its_task_once(hosted):
     task = hosted("mute", "hello?")
     wait_state(task.id, State.FAILED, timeout=20)
