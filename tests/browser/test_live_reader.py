@@ -181,7 +181,8 @@ def test_pause_is_on_the_first_screen_of_a_running_task(open_as, operator, start
     wait_state(task.id, "paused-by-agent", timeout=60)
     page = open_as(operator, f"/tasks/{task.id}", viewport=size, scheme=scheme)
     live(page)
-    reason = page.get_by_label("Reason for the pause (required)")  # announced as required
+    # the required marker is read out: the accessible name says so
+    reason = page.get_by_role("textbox", name="Reason for the pause (required)", exact=True)
     if size[0] < 700:
         hold = page.get_by_role("link", name="Hold…")
         box = hold.bounding_box()
