@@ -14,7 +14,7 @@ import pytest
 from django.db import connection
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import live
+from tests.browser.conftest import board_tools, live
 from tests.browser.test_phone_width import tasks  # noqa: F401
 from tests.runtime.conftest import wait_state
 
@@ -69,7 +69,7 @@ def test_every_page_passes_axe(open_as, browser, site, operator, tasks, scheme, 
             found[name] = problems
     # the bulk preview (a page reached by POST): every task matching the board's filter
     page.goto("/")
-    live(page)
+    board_tools(page)
     page.locator("#bulk-scope-filter").check()
     page.locator("#bulk-reason").fill("release freeze")
     page.locator("#bulk-preview").click()
