@@ -12,7 +12,7 @@ from django.test import Client
 from playwright.sync_api import expect
 
 from a2a import services
-from agui.models import Interrupt
+from a2a.models import Task
 from tests.browser.conftest import ARTIFACTS, live, shot
 from tests.conftest import CLIENT
 from tests.runtime.conftest import wait_state
@@ -28,9 +28,10 @@ def test_board_and_inbox_first_screens(open_as, operator, start, browser, site):
     gamma = start("approval", "Roll out gamma")
     for task in (alpha, beta, gamma):
         wait_state(task.id, "input-required", timeout=60)
-    asked = Interrupt.objects.get(task_id=gamma.id, pending=True)
+    # the request as the task keeps it (its Interrupt row is projected after the commit)
+    asked = Task.objects.get(pk=gamma.id).input_request["requestId"]
     services.answer_input(
-        gamma.id, asked.request_id, {"decision": {"decision": "reject", "comment": "not now"}},
+        gamma.id, asked, {"decision": {"decision": "reject", "comment": "not now"}},
         actor=CLIENT, via="test",
     )  # fmt: skip
     wait_state(gamma.id, "completed", timeout=60)
