@@ -17,7 +17,10 @@ REQUEST_TYPE = "a2a.input.request"
 RESPONSE_TYPE = "a2a.input.response"
 FIELD_TYPES = ("string", "text", "number", "integer", "boolean", "enum", "approval")
 APPROVAL_DECISIONS = ("approve", "reject")
-_FIELD_KEYS = {"name", "label", "type", "required", "options", "default", "help"}
+_FIELD_KEYS = {
+    "name", "label", "type", "required", "options", "default", "help", "minimum", "maximum",
+}  # fmt: skip
+BOUNDS = ("minimum", "maximum")  # number and integer fields: inclusive limits
 _REQUEST_KEYS = {"type", "requestId", "title", "description", "fields", "metadata"}
 MAX_TEXT = 20_000
 
@@ -33,10 +36,10 @@ def _check_value(field: dict[str, Any], value: Any) -> tuple[Any, str | None]:
         if len(value) > MAX_TEXT:
             return None, f"must be at most {MAX_TEXT} characters"
         return value, None
-    if kind == "number":
-        return (value, None) if is_number(value) else (None, "must be a number")
-    if kind == "integer":
-        return (value, None) if is_int(value) else (None, "must be an integer")
+    if kind in ("number", "integer"):
+        if not (is_number(value) if kind == "number" else is_int(value)):
+            return None, f"must be {'a number' if kind == 'number' else 'an integer'}"
+        return _in_bounds(field, value)
     if kind == "boolean":
         return (value, None) if isinstance(value, bool) else (None, "must be true or false")
     if kind == "enum":
@@ -55,6 +58,17 @@ def _check_value(field: dict[str, Any], value: Any) -> tuple[Any, str | None]:
     if not isinstance(comment, str) or len(comment) > MAX_TEXT:
         return None, "comment must be a string"
     return {"decision": value["decision"], "comment": comment}, None
+
+
+def _in_bounds(field: dict[str, Any], value: Any) -> tuple[Any, str | None]:
+    """A number within the field's declared minimum and maximum (issue 29: a budget of
+    -50 was accepted)."""
+    low, high = field.get("minimum"), field.get("maximum")
+    if low is not None and value < low:
+        return None, f"must be at least {low}"
+    if high is not None and value > high:
+        return None, f"must be at most {high}"
+    return value, None
 
 
 def parse_request(raw: Any) -> dict[str, Any]:
@@ -95,6 +109,13 @@ def parse_request(raw: Any) -> dict[str, Any]:
             not isinstance(f.get("options"), list) or not f.get("options")
         ):
             errors[f"{p}.options"] = ["an enum field needs a non-empty list of options"]
+        for bound in BOUNDS:
+            if bound not in f:
+                continue
+            if f.get("type") not in ("number", "integer"):
+                errors[f"{p}.{bound}"] = ["only number and integer fields have bounds"]
+            elif not is_number(f[bound]):
+                errors[f"{p}.{bound}"] = ["must be a number"]
         if "required" in f and not isinstance(f["required"], bool):
             errors[f"{p}.required"] = ["must be true or false"]
         if not any(k.startswith(p) for k in errors) and "default" in f:

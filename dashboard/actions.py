@@ -35,6 +35,9 @@ from agui import projection
 from dashboard.models import AuditEntry
 from dashboard.vocabulary import MODE_EFFECT, verb
 
+DETAIL_CHARS = 2000  # an audit entry's detail; past it cut, and said so
+FLASH_CHARS = 200  # a comment echoed in the flash after an answer
+
 REFUSALS = (TaskNotFound, StaleHandle, NotAllowedNow, TransitionRefused, ValidationFailed)
 
 
@@ -49,6 +52,13 @@ def actor_of(user) -> services.Actor:
     return user_actor(user)
 
 
+def _bounded(detail: str) -> str:
+    """An audit detail within DETAIL_CHARS; a longer one says it was cut, and how long."""
+    if len(detail) <= DETAIL_CHARS:
+        return detail
+    return f"{detail[:DETAIL_CHARS]} … [cut at {DETAIL_CHARS:,} of {len(detail):,} characters]"
+
+
 def audit(
     user, action: str, task_id: str, *, reason: str = "", ok: bool, detail: str = ""
 ) -> AuditEntry:
@@ -58,7 +68,7 @@ def audit(
         task_id=task_id or "",
         reason=reason,
         outcome=AuditEntry.Outcome.OK if ok else AuditEntry.Outcome.REFUSED,
-        detail=detail[:2000],
+        detail=_bounded(detail),
         at=timezone.now(),
     )
 
@@ -200,6 +210,8 @@ def said(values: dict[str, Any]) -> str:
         if isinstance(value, dict) and "decision" in value:
             said_as = DECIDED.get(value["decision"], "Answered")
             comment = str(value.get("comment") or "").strip()
+            if len(comment) > FLASH_CHARS:  # the page echoes a line, not the whole comment
+                comment = f"{comment[:FLASH_CHARS].rstrip()}… ({len(comment):,} characters sent)"
             return f"{said_as}: {comment}" if comment else f"{said_as}."
     return "Answer sent; the task goes on."
 

@@ -209,6 +209,12 @@ def answer_values(fields: list[dict[str, Any]], post) -> tuple[dict[str, Any], d
     return values, errors
 
 
+# An answer's summary in the audit (its reason, and the CSV's): whole, up to the services'
+# own bound on a value (a2a.input_requests.MAX_TEXT). Issue 29: a 5,000-character reject
+# comment reached the agent, but the audit kept 500 characters and did not say so.
+SUMMARY_CHARS = 20_000
+
+
 def summarise(values: dict[str, Any]) -> str:
     out = []
     for name, value in values.items():
@@ -217,7 +223,10 @@ def summarise(values: dict[str, Any]) -> str:
         else:
             text = json.dumps(value) if not isinstance(value, str) else value
         out.append(f"{name}={text}")
-    return "; ".join(out)[:500]
+    text = "; ".join(out)
+    if len(text) > SUMMARY_CHARS:  # the audit says it was cut, and how long it was
+        text = f"{text[:SUMMARY_CHARS]} … [cut at {SUMMARY_CHARS:,} of {len(text):,} characters]"
+    return text
 
 
 class ReleaseLockoutForm(forms.Form):

@@ -16,7 +16,7 @@ from django.db.models.functions import Lower
 from a2a.endings import Ending, endings
 from a2a.errors import TaskNotFound, TransitionRefused, refusal_hint
 from a2a.event_kinds import EventKind
-from a2a.lifecycle import PAUSED, Action, move
+from a2a.lifecycle import PAUSED, Action, State, move
 from a2a.models import API_ACTIONS, Task, TaskEvent
 from agui import search as task_search
 from agui.models import PENDING, RESOLVED, Interrupt, ViewTask
@@ -114,12 +114,22 @@ def in_one_field(terms: list[str], text: str) -> bool:
     return bool(text) and all(term in text for term in terms)
 
 
+def board_state(entry: dict[str, Any]) -> str:
+    """The state a task is counted and filtered under: its status, but "rejected" for one
+    that completed after its approval was rejected (its row reads "Completed · rejected";
+    issue 29: the Rejected count read 0 beside such a row). describe.js boardState."""
+    status = entry.get("status") or ""
+    if status == State.COMPLETED and entry.get("lastDecision") == "rejected":
+        return "rejected"
+    return status
+
+
 def entry_matches(entry: dict[str, Any], f: Filters) -> bool:
     status = entry.get("status")
     if f.state == "paused":
         if status not in PAUSED_STATES:
             return False
-    elif f.state and status != f.state:
+    elif f.state and board_state(entry) != f.state:
         return False
     if f.skill and entry.get("skill") != f.skill:
         return False
@@ -135,6 +145,8 @@ def matching_entries(f: Filters) -> list[dict[str, Any]]:
     qs: QuerySet = ViewTask.objects.order_by("-updated_at", "-task_id")
     if f.state == "paused":
         qs = qs.filter(status__in=PAUSED_STATES)
+    elif f.state == State.REJECTED:  # and completed after a rejection (board_state)
+        qs = qs.filter(status__in=[State.REJECTED, State.COMPLETED])
     elif f.state:
         qs = qs.filter(status=f.state)
     entries = qs.values_list("entry", flat=True)

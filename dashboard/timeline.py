@@ -16,7 +16,8 @@ from a2a.event_kinds import ENDING_KINDS, EventKind
 from a2a.models import Artifact, Message, Suspension, Task, TaskEvent
 from agui.models import Interrupt
 
-TEXT_CHARS = 4000
+TEXT_CHARS = 4000  # an entry's text on the page; past it a marker and a link to the whole
+DETAIL_CHARS = 500  # one detail's value (a reject comment, a resume input) on the page
 CAUSES = {
     "explicit_resume": "resumed by hand",
     "condition_fired": "a trigger condition matched",
@@ -46,6 +47,8 @@ class Entry:
     state: str = ""  # the state the task was left in, when it changed
     count: int = 1  # events folded into this entry (a run of output)
     tally: dict[str, int] = field(default_factory=dict)  # artifact name -> updates
+    ref: int = 0  # the event's id: the link to the entry's whole text
+    cut: int = 0  # characters in the whole entry when the page shows it cut (0: all shown)
 
 
 @dataclass
@@ -133,7 +136,7 @@ def _data_summary(parts: list[dict[str, Any]] | None) -> str:
             data = p.get("data")
             kind = data.get("type") if isinstance(data, dict) else None
             if kind not in ("a2a.input.request", "a2a.input.response"):
-                out.append(str(data)[:200])
+                out.append(cut_text(str(data), 200))
         elif p.get("kind") == "file":
             f = p.get("file") or {}
             out.append(f"file {f.get('name') or f.get('uri') or ''}".strip())
@@ -147,7 +150,7 @@ def _values(values: dict[str, Any]) -> list[tuple[str, str]]:
             text = value["decision"] + (f" — “{value['comment']}”" if value.get("comment") else "")
         else:
             text = str(value)
-        out.append((name, text[:500]))
+        out.append((name, text))
     return out
 
 
@@ -175,7 +178,7 @@ def on_timeout_text(value: str | None) -> str:
     }.get(value or "", "nothing happens")
 
 
-def build(task_id: str) -> Detail:
+def build(task_id: str, *, whole: bool = False) -> Detail:
     task = Task.objects.select_related("current_suspension", "status_message").get(pk=task_id)
     events = list(TaskEvent.objects.filter(task_id=task_id).order_by("id"))
     messages = list(Message.objects.filter(task_id=task_id).order_by("seq"))
@@ -202,7 +205,7 @@ def build(task_id: str) -> Detail:
             waiting_since = ev.created_at if ev.to_state == "working" else None
         elif ev.kind == EventKind.PICKED_UP:
             waiting_since = None
-        entry = entry_of(ev, by_seq, by_handle, by_artifact, requests)
+        entry = entry_of(ev, by_seq, by_handle, by_artifact, requests, whole=whole)
         if entry is None:
             continue
         last = entries[-1] if entries else None
@@ -246,13 +249,43 @@ class Refs:
         return self.by_seq.get(data.get("messageSeq"))
 
 
-def entry_of(ev: TaskEvent, by_seq, by_handle, by_artifact, requests) -> Entry | None:
-    """One event as a timeline entry (None: not shown), by its kind's line of ENTRIES. The
-    maps name what events point at (Refs); the inbox passes only some."""
+def cut_text(text: str, limit: int) -> str:
+    """`text` cut to about `limit` characters at a word boundary (not mid-word, issue
+    29), with an ellipsis; the caller says how long the whole is and links to it."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    space = head.rfind(" ", limit - 200)
+    return (head[:space] if space > 0 else head).rstrip() + " …"
+
+
+def _cut(entry: Entry) -> Entry:
+    """The entry as the page shows it: long text and long details cut, and `cut` set to
+    the whole entry's length so the page says so and links to all of it."""
+    details = [(k, str(v)) for k, v in entry.details]
+    whole = len(entry.text) + sum(len(v) for _, v in details)
+    cut = len(entry.text) > TEXT_CHARS or any(len(v) > DETAIL_CHARS for _, v in details)
+    if cut:
+        entry.text = cut_text(entry.text, TEXT_CHARS)
+        entry.details = [(k, cut_text(v, DETAIL_CHARS)) for k, v in details]
+        entry.cut = whole
+    return entry
+
+
+def entry_of(
+    ev: TaskEvent, by_seq, by_handle, by_artifact, requests, *, whole: bool = False
+) -> Entry | None:
+    """One event as a timeline entry (None: not shown), by its kind's line of ENTRIES, cut
+    for the page unless `whole`. The maps name what events point at (Refs); the inbox
+    passes only some."""
     changed = ev.from_state != ev.to_state
     base = {"at": ev.created_at, "actor": ev.actor, "state": ev.to_state if changed else ""}
     refs = Refs(by_seq, by_handle, by_artifact, requests)
-    return ENTRIES.get(ev.kind, _other)(ev, ev.data or {}, base, refs)
+    entry = ENTRIES.get(ev.kind, _other)(ev, ev.data or {}, base, refs)
+    if entry is None:
+        return None
+    entry.ref = ev.id
+    return entry if whole else _cut(entry)
 
 
 def _message(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: Refs) -> Entry:
@@ -263,7 +296,7 @@ def _message(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: Re
     return Entry(
         kind="message",
         title="Agent said" if role == "agent" else "User message",
-        text=(text or extra)[:TEXT_CHARS],
+        text=text or extra,
         **base,
     )
 
@@ -275,7 +308,7 @@ def _state(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: Refs
     if ev.kind == EventKind.CANCELED and data.get("withdrawnRequestId"):
         details.append(("withdrew request", data["withdrawnRequestId"]))
     title = STATE_EVENTS[ev.kind]
-    return Entry(kind="state", title=title, text=text[:TEXT_CHARS], details=details, **base)
+    return Entry(kind="state", title=title, text=text, details=details, **base)
 
 
 def _pause(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: Refs) -> Entry:
@@ -301,7 +334,7 @@ def _resume(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: Ref
     details = [("cause", CAUSES.get(data.get("cause"), data.get("cause") or ""))]
     s = refs.by_handle.get(data.get("handle"))
     if data.get("hadResumeInput") and s is not None:
-        details.append(("input", str(s.resume_input)[:500]))
+        details.append(("input", str(s.resume_input)))
     if data.get("continueTranscript") is False:
         details.append(("transcript", "fresh turn (digest)"))
     if ev.reason:
@@ -319,7 +352,7 @@ def _request(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: Re
     return Entry(
         kind="request",
         title=f"Asked: {request.get('title') or 'input'}",
-        text=ev.reason[:TEXT_CHARS],
+        text=ev.reason,
         details=details,
         **base,
     )
@@ -368,7 +401,7 @@ def _tool(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: Refs)
     if data.get("kind"):
         details.append(("kind", data["kind"]))
     if data.get("content"):
-        details.append(("output", data["content"][:500]))
+        details.append(("output", data["content"]))
     title = data.get("title") or data.get("toolCallId") or "tool"
     return Entry(kind="tool", title=f"Tool: {title}", details=details, **base)
 
@@ -376,7 +409,7 @@ def _tool(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: Refs)
 def _host_note(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: Refs) -> Entry:
     """What the host saw happen to the agent's process."""
     title = HOST_NOTES.get(data.get("what"), "Host note")
-    return Entry(kind="retry", title=title, text=data.get("detail", "")[:TEXT_CHARS], **base)
+    return Entry(kind="retry", title=title, text=data.get("detail", ""), **base)
 
 
 def _turn_ended(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: Refs) -> Entry:

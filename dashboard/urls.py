@@ -29,6 +29,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", board.board, name="board"),
     path("tasks/<id:task_id>", task.task_detail, name="task-detail"),
+    path("tasks/<id:task_id>/entries/<int:ref>.txt", task.entry_text, name="task-entry-text"),
     path("tasks/<id:task_id>/pause", task.task_pause, name="task-pause"),
     path("tasks/<id:task_id>/resume", task.task_resume, name="task-resume"),
     path("tasks/<id:task_id>/cancel", task.task_cancel, name="task-cancel"),

@@ -12,6 +12,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from a2a import services, skills, work
@@ -156,6 +157,7 @@ def context(
     pending = next((i for i in detail.interrupts if i.pending and i.kind == "INPUT_REQUEST"), None)
     emit = _emit_defaults(task)
     susp = task.current_suspension
+    task_url = reverse("task-detail", args=[task.id])
     ctx = {
         "page": "detail",
         "detail": detail,
@@ -183,7 +185,9 @@ def context(
         ),
         "cancel_form": forms.CancelForm(),
         "emit_form": forms.EmitEventForm(initial=emit) if emit else None,
-        "item": answer_card.card(pending, request.get_full_path()) if pending else None,
+        # an answer comes back to the task's page, never to the fragment URL the live
+        # refresh fetched this card by (issue 29: an unstyled page after answering)
+        "item": answer_card.card(pending, task_url) if pending else None,
         "progress": task.progress,
         # the task version the live view (the answer card's Interrupt) reflects: the page
         # refetches when the view passes it, and says when it is behind (agui.projection)
@@ -207,6 +211,28 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
     if request.GET.get("fragment"):
         return render(request, "dashboard/_task_live.html", ctx)
     return render(request, "dashboard/task_detail.html", ctx)
+
+
+@login_required
+@require_GET
+def entry_text(request: HttpRequest, task_id: str, ref: int) -> HttpResponse:
+    """One timeline entry, whole, as plain text: what the page cut (issue 29: entries
+    stopped at 4,000 characters with no marker). Plain text, so agent text is never
+    markup here; the same reader rights as the task page."""
+    try:
+        detail = timeline.build(task_id, whole=True)
+    except Task.DoesNotExist:
+        raise Http404("no such task") from None
+    entry = next((e for e in detail.entries if e.ref == ref), None)
+    if entry is None:
+        raise Http404("no such entry")
+    lines = [f"{entry.title} — {entry.actor} — {entry.at.isoformat()}", ""]
+    if entry.text:
+        lines += [entry.text, ""]
+    lines += [f"{k}: {v}" for k, v in entry.details]
+    response = HttpResponse("\n".join(lines), content_type="text/plain; charset=utf-8")
+    response["Content-Disposition"] = f'inline; filename="{task_id}-{ref}.txt"'
+    return response
 
 
 def _back_to_task(request, task_id: str, result: actions.Result) -> HttpResponse:
@@ -271,17 +297,55 @@ def _resume_fields(susp, posted=None, errors=None) -> dict[str, Any]:
     }
 
 
+STALE_PAUSE = (
+    "Nothing was sent: the pause you typed this for ended before you pressed Resume{now}. "
+    "What you typed is kept{where}."
+)
+
+
+def _stale_resume(request, task_id: str, handle: str) -> HttpResponse | None:
+    """The page again when the resume named a pause that has ended (tab B typed, tab A
+    resumed and paused again, issue 29): refused by the services (StaleHandle), and the
+    typed input kept. The kept form now names the current pause, so a second press is a
+    decision about the pause on screen, made after reading this."""
+    if not handle:
+        return None
+    task = selectors.get_task(task_id)
+    susp = task.current_suspension
+    if susp is not None and susp.handle == handle:
+        return None  # refused for another reason
+    paused = State(task.state) in PAUSED and susp is not None
+    message = STALE_PAUSE.format(
+        now="; the task was paused again" if paused else f"; the task is {task.state} now",
+        where=": press Resume again to send it to the current pause" if paused else " below",
+    )
+    data = request.POST.copy()
+    data["handle"] = susp.handle if paused else ""
+    form = forms.ResumeForm(data)
+    form.is_valid()
+    kept = "\n".join(
+        f"{k.removeprefix('v.')}: {v}" for k, v in request.POST.items()
+        if (k.startswith("v.") or k == "resume_input") and v.strip()
+    )  # fmt: skip
+    ctx = context(
+        request, task_id, resume_form=form, action_error=("resume", message),
+        resume_posted=data, kept_input="" if paused else kept,
+    )  # fmt: skip
+    return render(request, "dashboard/task_detail.html", ctx, status=409)
+
+
 @operator_only("resume")
 def task_resume(request: HttpRequest, task_id: str) -> HttpResponse:
     """With typed fields (expected_input), the posted fields become the resume input,
     checked like an inbox answer (and by the services against the pause's declaration):
-    a refusal shows each error beside its field and changes nothing."""
+    a refusal shows each error beside its field, once, and changes nothing."""
     try:
         susp = selectors.get_task(task_id).current_suspension
     except TaskNotFound:  # audited and answered as every task action answers it
         actions.refuse(request.user, "resume", task_id, "no such task")
         raise Http404("no such task") from None
     fields, _ = expected_input(susp)
+    posted_handle = request.POST.get("handle", "")
     if fields:
         values, errors = forms.answer_values(fields, request.POST)
         form = forms.ResumeForm(request.POST)
@@ -295,16 +359,29 @@ def task_resume(request: HttpRequest, task_id: str) -> HttpResponse:
         )  # fmt: skip
         if result.ok:
             return _back_to_task(request, task_id, result)
-        errors = result.errors.items()
-        by_field = {k.split(".", 1)[1]: v for k, v in errors if k.startswith("input.")}
-        return _typed_resume_error(request, task_id, form, by_field, result.message)
-    return _task_action(
-        request, task_id, action="resume", which="resume", form_class=forms.ResumeForm,
-        act=lambda d: actions.resume(
+        if (stale := _stale_resume(request, task_id, posted_handle)) is not None:
+            return stale
+        by_field = {
+            k.split(".", 1)[1]: v for k, v in result.errors.items() if k.startswith("input.")
+        }
+        # errors about one field are shown beside it only (not again, with the services'
+        # path "input.budget:", in the alert above the form)
+        message = "" if by_field and len(by_field) == len(result.errors) else result.message
+        return _typed_resume_error(request, task_id, form, by_field, message)
+    form = forms.ResumeForm(request.POST)
+    if form.is_valid():
+        d = form.cleaned_data
+        result = actions.resume(
             request.user, task_id, handle=d["handle"], resume_input=d["resume_input"],
             continue_transcript=d["continue_transcript"],
-        ),
-    )  # fmt: skip
+        )  # fmt: skip
+        if result.ok:
+            return _back_to_task(request, task_id, result)
+        if (stale := _stale_resume(request, task_id, posted_handle)) is not None:
+            return stale
+        return _detail_error(request, task_id, "resume", form, result.message, status=409)
+    actions.refuse(request.user, "resume", task_id, forms.refusal(form))
+    return _detail_error(request, task_id, "resume", form)
 
 
 @operator_only("cancel")

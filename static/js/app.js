@@ -18,6 +18,7 @@ live.on("status", (status, detail) => {
   if (lagging) conn.dataset.lag = "";
   else delete conn.dataset.lag;
   const text = conn.querySelector(".conn-text");
+  text.hidden = false; // hidden in the HTML: without JavaScript a <noscript> says why nothing moves
   if (lagging) text.textContent = detail.charAt(0).toUpperCase() + detail.slice(1);
   else text.textContent = LABELS[status] + (detail && status === "offline" ? ` — ${detail}` : "");
   conn.title = lagging
@@ -50,6 +51,7 @@ function ageNode(iso, sep) {
   span.className = "age";
   span.dataset.since = iso;
   span.dataset.sep = sep;
+  span.dataset.local = "1"; // added here, not by the server: region refreshes keep it (fragments.js morph)
   span.textContent = `${sep}${ago(iso)}`;
   return span;
 }

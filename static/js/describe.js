@@ -28,6 +28,14 @@ export function outcome(entry) {
   return "";
 }
 
+// The state a task is counted and filtered under: its status, but "rejected" for one that
+// completed after its approval was rejected (its row reads "Completed · rejected"), so the
+// "Rejected" count and filter hold every row that says rejected (issue 29). The same rule
+// is dashboard.selectors.board_state.
+export function boardState(entry) {
+  return outcome(entry) === "rejected" ? "rejected" : entry.status;
+}
+
 export function chipLabel(entry) {
   const label = STATE_LABELS[entry.status] || entry.status;
   const extra = outcome(entry);
@@ -231,7 +239,7 @@ export function searchMatch(entry, q) {
 export function matches(entry, f) {
   if (f.state === "paused") {
     if (!PAUSED.has(entry.status)) return false;
-  } else if (f.state && entry.status !== f.state) return false;
+  } else if (f.state && boardState(entry) !== f.state) return false;
   if (f.skill && entry.skill !== f.skill) return false;
   if (f.context && entry.contextId !== f.context) return false;
   if (f.origin && ((entry.origin || {}).door || "") !== f.origin) return false;

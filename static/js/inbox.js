@@ -68,6 +68,31 @@ export function start(live) {
     for (const id of a) if (!b.has(id)) return true;
     return false;
   }
+  // Search as you type, like the board (issue 29: the inbox waited for Enter). The query
+  // goes in the address bar (a reload or a link shows the same), from the first page.
+  const search = document.getElementById("inbox-q");
+  let typing = null;
+  if (search) {
+    search.form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      clearTimeout(typing);
+      searchNow();
+    });
+    search.addEventListener("input", () => {
+      clearTimeout(typing);
+      typing = setTimeout(searchNow, 250);
+    });
+  }
+  function searchNow() {
+    const q = search.value.trim();
+    const params = new URLSearchParams();
+    if (q) params.set("q", q);
+    const want = params.toString() ? `?${params}` : location.pathname;
+    if (want === location.search || (!q && !location.search)) return;
+    history.replaceState(history.state, "", want);
+    refresh();
+  }
+
   live.on("snapshot", () => differs() && refresh());
   live.on("change", (ids, pendingChanged) => pendingChanged && refresh());
 

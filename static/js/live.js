@@ -32,6 +32,12 @@ export class LiveView {
     this.hasSnapshot = false;
     this.lagSeconds = 0; // how far the view is behind the tasks, as the server last said
     this.stats = { snapshots: 0, deltas: 0, resyncs: 0, reconnects: 0, statuses: [] };
+    // Changes waiting for the next animation frame (see flush): the touched task ids,
+    // whether the pending interrupts moved, and when each delta arrived.
+    this.batch = null;
+    // arrival -> the frame that shows it, and the change's commit (updatedAt) -> that
+    // frame, per delta (bench/live_burst.py reads them; the newest 5,000 kept)
+    this.frameDelays = { arrival: [], commit: [] };
   }
 
   on(name, fn) {
@@ -122,6 +128,7 @@ export class LiveView {
         this.state.view.tasks ??= {};
         this.state.view.pendingInterrupts ??= {};
         this.hasSnapshot = true;
+        this.batch = null; // the snapshot shows everything the batch held
         this.attempt = 0;
         this.stats.snapshots += 1;
         this.setStatus("live", this.lagDetail());
@@ -181,8 +188,45 @@ export class LiveView {
       const now = this.tasks[id]?.version;
       if (old !== undefined && now !== undefined && now > old + 1) gap = true;
     }
-    this.emit("change", touched, pendingChanged, t0);
+    this.queue(touched, pendingChanged, t0);
     if (gap) this.resync("missed a change");
+  }
+
+  // Deltas are applied to the state as they arrive (cheap, and the version check needs
+  // it), but the pages hear of them once per animation frame, all the frame's task ids
+  // together: a burst of 20 changes a second costs one redraw a frame, never a queue of
+  // redraws each behind the last (issue 29: the delay grew to 17 s when every delta
+  // re-laid out the board on its own).
+  queue(touched, pendingChanged, t0) {
+    if (!this.batch) {
+      this.batch = { ids: new Set(), pending: false, t0, arrivals: [] };
+      const flush = () => this.flush();
+      // a hidden tab gets no frames: the timer flushes it (at most once a second there)
+      this.batch.frame = requestAnimationFrame(flush);
+      this.batch.timer = setTimeout(flush, 1000);
+    }
+    for (const id of touched) this.batch.ids.add(id);
+    this.batch.pending ||= pendingChanged;
+    this.batch.arrivals.push(t0);
+  }
+
+  flush() {
+    const batch = this.batch;
+    if (!batch) return;
+    this.batch = null;
+    cancelAnimationFrame(batch.frame);
+    clearTimeout(batch.timer);
+    this.emit("change", batch.ids, batch.pending, batch.t0);
+    // the frame this callback runs in paints once it returns; a task queued now runs after
+    const commits = [...batch.ids].map((id) => Date.parse(this.tasks[id]?.updatedAt || "")).filter(Number.isFinite);
+    setTimeout(() => {
+      const now = performance.now();
+      const wall = Date.now();
+      const d = this.frameDelays;
+      for (const t of batch.arrivals) d.arrival.push(now - t);
+      for (const t of commits) d.commit.push(wall - t);
+      for (const list of [d.arrival, d.commit]) if (list.length > 5000) list.splice(0, list.length - 5000);
+    }, 0);
   }
 }
 

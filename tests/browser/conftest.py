@@ -181,3 +181,13 @@ def shot(page: Page, name: str) -> Path:
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+def board_tools(page: Page) -> None:
+    """Open the board's filters and bulk bar: on a phone they are folded behind one control
+    (issue 29: tasks first). Waits until the board's script has run (live)."""
+    live(page)
+    tools = page.locator("#board-tools")
+    if tools.get_attribute("open") is None:
+        tools.locator("summary").click()
+    expect(page.locator("#filters")).to_be_visible()

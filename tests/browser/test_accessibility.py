@@ -15,7 +15,7 @@ from django.db import connection
 from playwright.sync_api import Page, expect
 
 from a2a import services
-from tests.browser.conftest import live
+from tests.browser.conftest import board_tools, live
 from tests.browser.test_phone_width import tasks  # noqa: F401
 from tests.runtime.conftest import wait_state
 
@@ -83,7 +83,7 @@ def test_every_page_passes_axe(open_as, browser, site, operator, tasks, start, s
             found[name] = problems
     # the bulk preview (a page reached by POST): every task matching the board's filter
     page.goto("/")
-    live(page)
+    board_tools(page)
     page.locator("#bulk-scope-filter").check()
     page.locator("#bulk-reason").fill("release freeze")
     page.locator("#bulk-preview").click()

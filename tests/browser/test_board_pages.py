@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from a2a import services
-from tests.browser.conftest import live
+from tests.browser.conftest import board_tools, live
 from tests.conftest import CLIENT, user_message
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.pages]
@@ -91,7 +91,7 @@ def test_a_cut_view_says_so_on_the_board(open_as, operator):
 
 def test_on_a_phone_the_sort_picker_sorts(open_as, operator, many):
     page = open_as(operator, "/?size=10", viewport=(390, 844))
-    live(page)
+    board_tools(page)  # the picker is with the filters, folded on a phone
     page.get_by_label("Sort").select_option(label="Title A\u2013Z")
     expect(page.locator("#board-rows .row .task-link").first).to_have_text("Task 01 of the batch")
     expect(page).to_have_url(re.compile(r"sort=title&dir=asc"))

@@ -15,7 +15,7 @@ from playwright.sync_api import Page, expect
 
 from dashboard import roles
 from dashboard.models import AuditEntry
-from tests.browser.conftest import live, shot
+from tests.browser.conftest import board_tools, live, shot
 from tests.dashboard.conftest import make_user
 from tests.runtime.conftest import wait_state
 
@@ -131,6 +131,7 @@ def tasks(start, operator):
 def test_board_rows_are_cards_with_a_readable_task_and_line(open_as, operator, tasks, size):
     width = size[0]
     page = open_as(operator, "/", viewport=size)
+    board_tools(page)  # folded on a phone: opened, they must fit too
     row = f'#board-rows [data-task="{tasks["parked"].id}"]'
     expect(page.locator(f"{row} .line")).to_contain_text(
         re.compile(r"parked: waiting for ci.build.completed:9390")

@@ -9,7 +9,7 @@ import pytest
 
 from a2a import services
 from a2a.conditions import Conditions
-from a2a.models import Suspension
+from a2a.models import Suspension, Task
 from dashboard.models import AuditEntry
 from tests.conftest import AGENT
 
@@ -133,10 +133,18 @@ def test_resuming_from_a_stale_page_is_refused_with_a_sentence(op, make_task, un
     old = task.current_suspension.handle
     services.resume_task(task.id, actor=AGENT)
     services.pause_task(task.id, actor=AGENT, reason="again")
+    new = Task.objects.get(pk=task.id).current_suspension.handle
     with unchanged():
-        response = op.post(f"/tasks/{task.id}/resume", {"handle": old})
+        response = op.post(
+            f"/tasks/{task.id}/resume", {"handle": old, "resume_input": '{"budget": 7}'}
+        )
     assert response.status_code == 409
-    assert "has already ended; reload" in response.content.decode()
+    html = response.content.decode()
+    assert "Nothing was sent: the pause you typed this for ended" in html
+    assert "press Resume again to send it to the current pause" in html
+    # what was typed is kept, and the form now names the pause on screen (issue 29)
+    assert "{&quot;budget&quot;: 7}" in html
+    assert f'name="handle" value="{new}"' in html and old not in html
     done = make_task("completed")
     with unchanged():
         response = op.post(f"/tasks/{done.id}/resume", {})

@@ -21,7 +21,7 @@ EXPECTS = {"fields": [{"name": "budget", "type": "integer", "label": "Extra budg
 
 def resume_form(html: str) -> str:
     match = re.search(
-        r'<form class="card action" method="post" action="/tasks/[^"]+/resume".*?</form>',
+        r'<form class="card action"[^>]* action="/tasks/[^"]+/resume".*?</form>',
         html,
         re.S,
     )

@@ -19,6 +19,7 @@ EXPECTS = [
         "name": "budget",
         "label": "Extra budget (tokens)",
         "type": "integer",
+        "minimum": 0,
         "required": False,
         "help": "Added to the budget; leave empty to go on with none.",
     }
