@@ -69,6 +69,7 @@ class Turn:
     done: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     asking: set[str] = field(default_factory=set)  # request ids with a question in flight
     cancelling: bool = False  # session/cancel arrived: the turn ends `cancelled`
+    at: float = field(default_factory=lambda: asyncio.get_running_loop().time())
 
     def end(self, stop: str, meta: dict[str, Any] | None = None) -> None:
         if not self.done.done():
@@ -164,6 +165,8 @@ class LiveSession:
                     facts = await self._drain()
                     if not facts and self.turn is not None:
                         verdict = await self._idle_verdict(self.turn)
+                        if verdict is None:
+                            verdict = await self._background_verdict(self.turn)
                         # what committed while we looked is sent before the answer
                         if verdict is not None and not (facts := await self._drain()):
                             self.turn.end("end_turn", verdict)
@@ -268,6 +271,21 @@ class LiveSession:
         if state == State.WORKING:
             return meta
         return None  # paused or over: its event ends the turn, with what it says
+
+    async def _background_verdict(self, turn: Turn) -> dict[str, Any] | None:
+        """TASKDECK_ACP_BACKGROUND_SECONDS after the prompt, a task still working (or
+        queued) with no question in flight is left to work on in the background: the turn
+        ends, so an editor that lets its user type only between turns (Zed) can send
+        /status, /suspend or /cancel; its updates keep coming between turns."""
+        seconds = conf.ACP.background_seconds
+        loop = asyncio.get_running_loop()
+        if not seconds or turn.asking or turn.cancelling or loop.time() - turn.at < seconds:
+            return None
+        state, _ = await db(_waiting_on)(turn.task_id)
+        if state not in (State.SUBMITTED, State.WORKING):
+            return None  # its own event ends the turn
+        await self.send(say_background())
+        return {TASK_META: {"taskId": turn.task_id, "state": state, "background": True}}
 
     def _react(self, fact: Fact) -> None:
         """Live-only consequences of an event: end the turn, ask a question, tell an
@@ -436,6 +454,17 @@ def _waiting_on(task_id: str) -> tuple[str | None, dict[str, Any] | None]:
 
     row = Task.objects.filter(pk=task_id).values_list("state", "input_request").first()
     return row if row is not None else (None, None)
+
+
+def say_background() -> dict[str, Any]:
+    return {
+        "sessionUpdate": "agent_message_chunk",
+        "content": {
+            "type": "text",
+            "text": "The task works on in the background; its updates keep coming here. "
+            "Type /status, /suspend or /cancel.",
+        },
+    }
 
 
 def say_late() -> dict[str, Any]:
