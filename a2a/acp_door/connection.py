@@ -24,7 +24,13 @@ from pydantic import BaseModel
 
 from a2a import acp_sdk, api_keys, conf, rate_limits, skills
 from a2a.acp_door import commands, sessions
-from a2a.acp_door.errors import NOT_NOW, auth_required, from_domain, invalid_params
+from a2a.acp_door.errors import (
+    NOT_NOW,
+    SessionNotFound,
+    auth_required,
+    from_domain,
+    invalid_params,
+)
 from a2a.acp_door.live import LiveSession
 from a2a.acp_door.updates import SUSPEND_META, TASK_META
 from a2a.auth import (
@@ -374,7 +380,10 @@ class Door:
         if live is not None and live.turn is not None:
             await live.cancel_turn(principal.actor, "canceled from the editor (session/cancel)")
             return
-        session = await db(sessions.get_session)(req.session_id, principal.actor)
+        try:
+            session = await db(sessions.get_session)(req.session_id, principal.actor)
+        except SessionNotFound:
+            return  # a notification has no answer to carry the error
         await db(sessions.cancel)(
             session,
             actor=principal.actor,

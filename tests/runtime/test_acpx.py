@@ -12,7 +12,6 @@ import sys
 
 import pytest
 
-from a2a import services
 from a2a.acp_door.models import AcpSession
 from a2a.models import Task
 from tests.acp_door.peer import ROOT, agent_env
@@ -98,58 +97,3 @@ def test_acpx_keeps_a_session_across_two_processes(acpx):
         "Roll out 2.15",
     ]
     assert {t.origin_ref for t in tasks} == {session.session_id}
-
-
-def said(done: subprocess.CompletedProcess) -> str:
-    """The agent's messages of one acpx prompt, as the user reads them."""
-    updates = [
-        m["params"]["update"] for m in messages(done.stdout) if m.get("method") == "session/update"
-    ]
-    return "".join(
-        (u.get("content") or {}).get("text", "")
-        for u in updates
-        if u.get("sessionUpdate") == "agent_message_chunk"
-    )
-
-
-def test_acpx_suspends_and_resumes_with_typed_commands(acp_key, tmp_path):
-    """As a user types in acpx (one agent process, kept by acpx's queue owner; no workers:
-    the task stays queued, which the door treats as work going on in the background):
-    the turn ends while the task works on (TASKDECK_ACP_BACKGROUND_SECONDS), then
-    /suspend, a refused prompt that names /resume, an operator's hold /status names, and
-    /resume and /cancel."""
-    run = acpx_runner(acp_key, tmp_path, TASKDECK_ACP_BACKGROUND_SECONDS="1")
-
-    def prompt(text: str) -> subprocess.CompletedProcess:
-        return run("--format", "json", "prompt", "-s", "backend", text)
-
-    try:
-        made = run("sessions", "new", "--name", "backend")
-        assert made.returncode == 0, made.stderr.decode()[-2000:]
-        started = prompt("Roll out 2.14")
-        assert started.returncode == 0, started.stderr.decode()[-2000:]
-        traffic = messages(started.stdout)
-        assert any(
-            (m.get("params") or {}).get("update", {}).get("sessionUpdate")
-            == "available_commands_update"
-            for m in traffic
-        )
-        assert "works on in the background" in said(started)
-        [task] = Task.objects.all()
-        held = prompt("/suspend release freeze")
-        assert held.returncode == 0 and "Type /resume to continue" in said(held)
-        assert Task.objects.get(pk=task.id).state == "paused-by-client"
-        refused = prompt("deploy now")
-        shown = (refused.stdout + refused.stderr).decode()
-        assert refused.returncode != 0 and "type /resume to continue" in shown, shown[-2000:]
-        assert prompt("/resume").returncode == 0
-        assert Task.objects.get(pk=task.id).state == "working"
-        services.pause_task(task.id, actor=services.Actor("operator", "ana"), reason="incident")
-        status = prompt("/status")
-        assert "Paused by an operator (ana): incident" in said(status), said(status)
-        assert prompt("/resume").returncode == 0
-        cancel = prompt("/cancel")
-        assert "Canceled the task." in said(cancel)
-        assert Task.objects.get(pk=task.id).state == "canceled"
-    finally:
-        run("sessions", "close", "backend", timeout=30)
