@@ -23,6 +23,7 @@ door) or the client side's `ClientSideConnection` (the host).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from importlib.metadata import version
 from typing import Any, Literal
@@ -49,6 +50,7 @@ __all__ = [
     "route_of",
     "send_notification",
     "send_request",
+    "send_withdrawable_request",
     "stdio_write_protocol",
 ]
 
@@ -79,6 +81,23 @@ async def send_request(conn: Any, method: str, params: Any = None) -> Any:
 
     Relies on: `Connection.send_request(method, params)` behind `_conn`."""
     return await _connection(conn).send_request(method, params)
+
+
+async def send_withdrawable_request(conn: Any, method: str, params: Any = None) -> Any:
+    """`send_request`, withdrawn when the caller is cancelled: the peer is told with ACP's
+    `$/cancel_request {requestId}` (so an editor closes a permission dialog that another
+    editor, or the dashboard, has answered) before the cancellation goes on.
+
+    Relies on: `Connection._next_request_id`, the id `send_request` gives its next request
+    (read just before it, on the same loop, with nothing awaited in between)."""
+    c = _connection(conn)
+    request_id = c._next_request_id
+    try:
+        return await c.send_request(method, params)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await c.send_notification("$/cancel_request", {"requestId": request_id})
+        raise
 
 
 async def send_notification(conn: Any, method: str, params: Any = None) -> None:

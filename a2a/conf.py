@@ -285,6 +285,12 @@ class AcpDoor(Section):
         "how long a client has to answer a question",
         more_than=0,
     )
+    background_seconds = Number(
+        "TASKDECK_ACP_BACKGROUND_SECONDS",
+        0,
+        "a prompt's turn ends after this long while its task works on (0: it follows the task)",
+        at_least=0,
+    )
 
 
 class AcpHost(Section):

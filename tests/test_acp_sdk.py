@@ -145,6 +145,36 @@ async def test_a_request_error_raised_in_our_route_reaches_the_caller_as_one():
 
 
 @pytest.mark.asyncio
+async def test_a_withdrawn_request_tells_the_peer_its_id():
+    """send_withdrawable_request: cancelling the caller sends `$/cancel_request` with the
+    id the request went out with (read from the connection's next id)."""
+    async with connected() as (agent, client, _):
+        asked: asyncio.Future = asyncio.get_running_loop().create_future()
+        withdrawn: asyncio.Future = asyncio.get_running_loop().create_future()
+        acp_sdk.observe_incoming(
+            client,
+            lambda m: (
+                asked.set_result(m["id"])
+                if m.get("method") == "x/ask"
+                else withdrawn.set_result(m["params"])
+                if m.get("method") == "$/cancel_request"
+                else None
+            ),
+        )
+
+        async def hang(params: Any) -> Any:
+            await asyncio.Event().wait()
+
+        acp_sdk.add_route(client, "x/ask", hang, "request")
+        waiting = asyncio.ensure_future(acp_sdk.send_withdrawable_request(agent, "x/ask", {}))
+        request_id = await _answer(asked)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        assert await _answer(withdrawn) == {"requestId": request_id}, UPGRADE
+
+
+@pytest.mark.asyncio
 async def test_a_notification_goes_out_unvalidated_and_reaches_a_notification_route():
     """send_notification carries an update kind the SDK's models do not know (the seed's)."""
     async with connected() as (agent, client, _):

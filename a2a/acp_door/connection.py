@@ -24,8 +24,14 @@ from channels.db import database_sync_to_async
 from pydantic import BaseModel
 
 from a2a import acp_sdk, api_keys, conf, rate_limits, skills
-from a2a.acp_door import sessions
-from a2a.acp_door.errors import auth_required, from_domain, invalid_params
+from a2a.acp_door import commands, sessions
+from a2a.acp_door.errors import (
+    NOT_NOW,
+    SessionNotFound,
+    auth_required,
+    from_domain,
+    invalid_params,
+)
 from a2a.acp_door.live import LiveSession
 from a2a.acp_door.updates import SUSPEND_META, TASK_META
 from a2a.auth import (
@@ -36,7 +42,9 @@ from a2a.auth import (
     revalidate_seconds,
     still_valid,
 )
+from a2a.errors import NotAllowedNow
 from a2a.formats import ts
+from a2a.lifecycle import TransitionRefused
 from a2a.models import Suspension
 
 log = logging.getLogger(__name__)
@@ -248,6 +256,10 @@ class Door:
             live = LiveSession(self, session, cursors, floor)
             self.live[session.session_id] = live
             live.start()
+            # after the answer that names the session (queued behind it by the SDK)
+            live.spawn(live.send(commands.available_commands()))
+        else:
+            live.session = session  # the row as read now: another editor may have moved it
         return live
 
     async def _live(self, session_id: str, principal: Principal) -> LiveSession:
@@ -344,6 +356,10 @@ class Door:
         await db(sessions.set_mode)(session, req.mode_id)
         if (live := self.live.get(session.session_id)) is not None:
             live.session.skill = req.mode_id
+            update = s.CurrentModeUpdate(
+                session_update="current_mode_update", current_mode_id=req.mode_id
+            )
+            live.spawn(live.send(update.model_dump(mode="json", by_alias=True)))
         return {}
 
     # --- turns ---------------------------------------------------------------------------
@@ -356,6 +372,9 @@ class Door:
         parts = [part for block in req.prompt if (part := _part(block)) is not None]
         if not parts:
             raise invalid_params({"prompt": ["holds no text or resource Taskdeck can read"]})
+        command = commands.parse(parts)
+        if command is not None:  # taken during a turn too: it never waits for one
+            return await self.run_command(live, command, principal)
         # Like A2A's params.metadata: what a new task's agent reads (items, build, pace …)
         metadata = (req.field_meta or {}).get(METADATA_META) or {}
         if not isinstance(metadata, dict):
@@ -367,10 +386,102 @@ class Door:
         return out
 
     async def cancel(self, req: s.CancelNotification, raw: dict) -> None:
+        """During a turn: cancel the turn's task. Between turns: cancel the session's task
+        when it waits on an open question or works on in the background; a paused task
+        stays paused (someone holds it; `/cancel` cancels it). docs/acp.md, "Commands"."""
         principal = self._need("write")
         live = self.live.get(req.session_id)
         if live is not None and live.turn is not None:
             await live.cancel_turn(principal.actor, "canceled from the editor (session/cancel)")
+            return
+        try:
+            session = await db(sessions.get_session)(req.session_id, principal.actor)
+        except SessionNotFound:
+            return  # a notification has no answer to carry the error
+        await db(sessions.cancel)(
+            session,
+            actor=principal.actor,
+            reason="canceled from the editor between turns (session/cancel)",
+            unless_paused=True,
+        )
+        if live is not None:
+            live.poke()
+
+    # --- commands (docs/acp.md, "Commands") -----------------------------------------------
+
+    async def run_command(
+        self, live: LiveSession, command: commands.Command, principal: Principal
+    ) -> dict:
+        """A slash command: the same services as its RFC method; its answer is said as an
+        agent message and the prompt ends `end_turn` at once (a command never holds a turn,
+        and is taken while another prompt's turn runs). A refusal names the way out."""
+        name, arg = command.name, command.arg
+        try:
+            if name == "answer":
+                return await self._answer_command(live, arg, principal)
+            said, meta = await self._command(live, name, arg, principal)
+        except (TransitionRefused, NotAllowedNow) as exc:
+            mapped = from_domain(exc)
+            state = str(exc.state or "")
+            detail = f"{mapped.data['detail']}; {commands.way_out(state)}"
+            raise RequestError(
+                mapped.code, str(mapped), {**mapped.data, "detail": detail}
+            ) from None
+        live.poke()
+        await live.send(commands.say(said))
+        out: dict[str, Any] = {"stopReason": "end_turn"}
+        if meta:
+            out["_meta"] = meta
+        return out
+
+    async def _command(
+        self, live: LiveSession, name: str, arg: str, principal: Principal
+    ) -> tuple[str, dict[str, Any]]:
+        session, actor = live.session, principal.actor
+        if name == "status":
+            return await db(sessions.status)(session), {}
+        if name == "suspend":
+            mode, reason = commands.suspend_args(arg)
+            outcome = await db(sessions.suspend)(
+                session, actor=actor, reason=reason, resume_when=None, mode=mode
+            )
+            susp = outcome.suspension
+            meta = {SUSPEND_META: {"handle": susp.handle, "mode": susp.mode}}
+            return commands.suspending(susp.mode, reason, outcome.task.state), meta
+        if name == "resume":
+            outcome = await db(sessions.resume)(
+                session,
+                actor=actor,
+                handle=None,
+                resume_input=commands.resume_input(arg),
+                continue_transcript=True,
+            )
+            meta = {TASK_META: {"taskId": outcome.task.id, "state": outcome.task.state}}
+            return f"Resuming task {outcome.task.id}.", meta
+        # cancel: the turn running here (it ends `cancelled`), else the session's task
+        reason = "canceled from the editor (/cancel)"
+        if live.turn is not None:
+            await live.cancel_turn(actor, reason)
+            return "Canceling the task.", {}
+        if await db(sessions.cancel)(session, actor=actor, reason=reason):
+            return "Canceled the task.", {}
+        return "Nothing to cancel: the session has no running task.", {}
+
+    async def _answer_command(self, live: LiveSession, arg: str, principal: Principal) -> dict:
+        """`/answer …`: the open question's answer, as if typed; the turn follows the task."""
+        if not arg:
+            raise invalid_params({"answer": ["type the answer after /answer, e.g. /answer yes"]})
+        if await db(sessions.open_question)(live.session) is None:
+            raise RequestError(
+                NOT_NOW,
+                "Not possible now",
+                {"detail": "there is no open question to answer; type /status to see the task"},
+            )
+        stop, meta = await live.run_turn([{"kind": "text", "text": arg}], principal.actor, {})
+        out: dict[str, Any] = {"stopReason": stop}
+        if meta:
+            out["_meta"] = meta
+        return out
 
     async def suspend(self, req: None, raw: dict) -> dict:
         """The seed's `session/suspend {sessionId, reason?, resumeWhen?, mode?}` → `{handle,

@@ -41,6 +41,7 @@ from a2a.acp_door.updates import (
     request_of,
     suspension_facts,
 )
+from a2a.errors import NotAllowedNow
 from a2a.event_kinds import SUSPENDING_KINDS, EventKind
 from a2a.formats import text_of
 from a2a.lifecycle import TERMINAL, State
@@ -68,6 +69,7 @@ class Turn:
     done: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     asking: set[str] = field(default_factory=set)  # request ids with a question in flight
     cancelling: bool = False  # session/cancel arrived: the turn ends `cancelled`
+    at: float = field(default_factory=lambda: asyncio.get_running_loop().time())
 
     def end(self, stop: str, meta: dict[str, Any] | None = None) -> None:
         if not self.done.done():
@@ -93,6 +95,7 @@ class LiveSession:
         self.helpers: set[asyncio.Task] = set()
         self.listener: Listener | None = None
         self.listening_to: str | None = None
+        self.dialogs: dict[str, asyncio.Task] = {}  # request id → its permission/form ask
 
     # --- running ---------------------------------------------------------------------------
 
@@ -162,6 +165,8 @@ class LiveSession:
                     facts = await self._drain()
                     if not facts and self.turn is not None:
                         verdict = await self._idle_verdict(self.turn)
+                        if verdict is None:
+                            verdict = await self._background_verdict(self.turn)
                         # what committed while we looked is sent before the answer
                         if verdict is not None and not (facts := await self._drain()):
                             self.turn.end("end_turn", verdict)
@@ -227,7 +232,10 @@ class LiveSession:
             raise RequestError(
                 -32004,
                 "A prompt is already running in this session",
-                {"detail": "wait for it, or cancel it (session/cancel)"},
+                {
+                    "detail": "wait for it, or type /status, /suspend or /cancel (commands are "
+                    "taken during a turn)"
+                },
             )
         async with self.lock:
             prompted = await db(sessions.prompt)(
@@ -266,12 +274,28 @@ class LiveSession:
             return meta
         return None  # paused or over: its event ends the turn, with what it says
 
+    async def _background_verdict(self, turn: Turn) -> dict[str, Any] | None:
+        """TASKDECK_ACP_BACKGROUND_SECONDS after the prompt, a task still working (or
+        queued) with no question in flight is left to work on in the background: the turn
+        ends, so an editor that lets its user type only between turns (Zed) can send
+        /status, /suspend or /cancel; its updates keep coming between turns."""
+        seconds = conf.ACP.background_seconds
+        loop = asyncio.get_running_loop()
+        if not seconds or turn.asking or turn.cancelling or loop.time() - turn.at < seconds:
+            return None
+        state, _ = await db(_waiting_on)(turn.task_id)
+        if state not in (State.SUBMITTED, State.WORKING):
+            return None  # its own event ends the turn
+        await self.send(say_background())
+        return {TASK_META: {"taskId": turn.task_id, "state": state, "background": True}}
+
     def _react(self, fact: Fact) -> None:
         """Live-only consequences of an event: end the turn, ask a question, tell an
         opted-in client that the agent parked itself."""
         kind, task_id, state = fact.kind, fact.task.id, fact.event.to_state
+        self._withdraw_answered(fact)
         if kind == EventKind.PARKED and self.door.client.opted_in:
-            self._spawn(self._announce_park(fact))
+            self.spawn(self._announce_park(fact))
         turn = self.turn
         if turn is None or task_id != turn.task_id:
             return
@@ -282,13 +306,31 @@ class LiveSession:
             turn.end(STOP_REASONS.get(state, "end_turn"), meta)
         elif kind == EventKind.INPUT_REQUESTED:
             request = request_of(fact)
-            turn.asking.add(request.get("requestId", ""))
-            self._spawn(self._ask(turn, fact, request))
+            request_id = request.get("requestId", "")
+            turn.asking.add(request_id)
+            self.dialogs[request_id] = self.spawn(self._ask(turn, fact, request))
 
-    def _spawn(self, coro) -> None:
+    def spawn(self, coro) -> asyncio.Task:
         task = asyncio.ensure_future(coro)
         self.helpers.add(task)
         task.add_done_callback(self.helpers.discard)
+        return task
+
+    def _withdraw_answered(self, fact: Fact) -> None:
+        """A question answered elsewhere (another editor, the dashboard, an A2A client) or
+        gone with its task: withdraw the dialog still open here (`$/cancel_request`)."""
+        if not self.dialogs:
+            return
+        if fact.kind == EventKind.INPUT_PROVIDED:
+            gone = [fact.data.get("requestId")]
+        elif fact.event.to_state in TERMINAL or fact.kind in SUSPENDING_KINDS:
+            gone = list(self.dialogs)
+        else:
+            return
+        for request_id in gone:
+            helper = self.dialogs.pop(request_id, None)
+            if helper is not None:
+                helper.cancel()
 
     async def _announce_park(self, fact: Fact) -> None:
         """The seed's agent → client `session/await_resumption` (informative: Taskdeck owns
@@ -323,6 +365,7 @@ class LiveSession:
                 values = await asyncio.wait_for(
                     self._permission(fact, request, approval[0], explanation), seconds
                 )
+                self.dialogs.pop(request_id, None)  # answered here: nothing to withdraw
                 if values is not None:
                     await self._answer(fact.task.id, request_id, values)
                 return
@@ -331,6 +374,7 @@ class LiveSession:
                     values = await asyncio.wait_for(
                         self._form(request, explanation, retry=attempt > 0), seconds
                     )
+                    self.dialogs.pop(request_id, None)
                     if values is None:
                         break  # declined: the question stays open as text
                     try:
@@ -342,12 +386,16 @@ class LiveSession:
             # open as text and the follower ends the turn naming it (_idle_verdict).
         except (TimeoutError, ConnectionError, RequestError) as exc:
             log.info("question %s not answered over ACP: %r", request_id, exc)
+        except NotAllowedNow:  # answered elsewhere first: this answer came too late
+            await self.send(say_late())
         finally:
+            self.dialogs.pop(request_id, None)
             turn.asking.discard(request_id)
             self.poke()
 
     async def _permission(self, fact: Fact, request, field_, explanation) -> dict | None:
-        response = await self.door.conn.request_permission(
+        """`session/request_permission`, withdrawn if the question is answered elsewhere."""
+        params = s.RequestPermissionRequest(
             session_id=self.session.session_id,
             tool_call=s.ToolCallUpdate(
                 tool_call_id=f"input-{fact.task.id}-{fact.data.get('number')}",
@@ -366,7 +414,12 @@ class LiveSession:
                 s.PermissionOption(option_id="reject", name="Reject", kind="reject_once"),
             ],
         )
-        outcome = response.outcome
+        raw = await acp_sdk.send_withdrawable_request(
+            self.door.conn,
+            "session/request_permission",
+            params.model_dump(mode="json", by_alias=True, exclude_none=True),
+        )
+        outcome = s.RequestPermissionResponse.model_validate(raw).outcome
         if getattr(outcome, "outcome", "") != "selected":
             return None  # cancelled: the turn is being canceled, or the question stays open
         return {field_["name"]: {"decision": outcome.option_id, "comment": ""}}
@@ -403,6 +456,27 @@ def _waiting_on(task_id: str) -> tuple[str | None, dict[str, Any] | None]:
 
     row = Task.objects.filter(pk=task_id).values_list("state", "input_request").first()
     return row if row is not None else (None, None)
+
+
+def say_background() -> dict[str, Any]:
+    return {
+        "sessionUpdate": "agent_message_chunk",
+        "content": {
+            "type": "text",
+            "text": "The task works on in the background; its updates keep coming here. "
+            "Type /status, /suspend or /cancel.",
+        },
+    }
+
+
+def say_late() -> dict[str, Any]:
+    return {
+        "sessionUpdate": "agent_message_chunk",
+        "content": {
+            "type": "text",
+            "text": "That question was already answered elsewhere; your answer was not used.",
+        },
+    }
 
 
 def _say_refused(exc: ValidationFailed) -> dict[str, Any]:

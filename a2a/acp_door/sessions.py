@@ -19,12 +19,15 @@ from django.db.models import Max
 from django.utils import timezone
 
 from a2a import access, conf, services, skills
+from a2a.acp_door import commands
 from a2a.acp_door.errors import SessionNotFound
 from a2a.acp_door.models import AcpSession
-from a2a.errors import TaskNotFound, ValidationFailed
+from a2a.acp_door.updates import question_text
+from a2a.errors import NotAllowedNow, TaskNotFound, ValidationFailed
 from a2a.formats import text_of
 from a2a.lifecycle import TERMINAL, Action, State, TransitionRefused
-from a2a.models import Task, TaskEvent
+from a2a.models import Suspension, Task, TaskEvent
+from a2a.work import settled
 
 TITLE_CHARS = 80
 PAGE = 50
@@ -72,8 +75,17 @@ def close(session: AcpSession) -> None:
 
 
 def set_mode(session: AcpSession, mode_id: Any) -> None:
+    """The mode (skill) of the session's next task. Refused while its task is still open:
+    the next prompt would go to that task, and the switch would silently do nothing."""
     if not isinstance(mode_id, str) or skills.get(mode_id) is None:
         raise ValidationFailed({"modeId": [f"unknown mode; offered: {', '.join(skills.ids())}"]})
+    task = current_task(session)
+    if task is not None and task.state not in TERMINAL and mode_id != session.skill:
+        raise NotAllowedNow(
+            State(task.state),
+            f"the mode applies to the next task, and task {task.id} ({task.skill}) is still "
+            f"{task.state}: {commands.way_out(task.state)}, then switch",
+        )
     session.skill = mode_id
     session.updated_at = timezone.now()
     session.save(update_fields=["skill", "updated_at"])
@@ -140,22 +152,77 @@ def prompt(
     message = services.IncomingMessage(message_id=f"acp-{uuid.uuid4()}", parts=parts)
     with transaction.atomic():
         locked = AcpSession.objects.select_for_update().get(pk=session.pk)
-        delivered = services.receive_message(
-            message,
-            actor=actor,
-            task_id=locked.task_id,
-            context_id=locked.context_id,
-            skill=locked.skill,
-            metadata={**(metadata or {}), "skill": locked.skill},
-            origin=services.Origin(Task.Origin.ACP, locked.session_id, title),
-            after_end="new_task",
-        )
+        question = _may_prompt(locked)
+        try:
+            delivered = services.receive_message(
+                message,
+                actor=actor,
+                task_id=locked.task_id,
+                context_id=locked.context_id,
+                skill=locked.skill,
+                metadata={**(metadata or {}), "skill": locked.skill},
+                origin=services.Origin(Task.Origin.ACP, locked.session_id, title),
+                after_end="new_task",
+            )
+        except ValidationFailed as exc:
+            if not question:
+                raise
+            way = commands.way_out(State.INPUT_REQUIRED)
+            raise ValidationFailed(
+                {**exc.errors, "": [f"the task waits on a question: {way}"]}
+            ) from None
         locked.task_id = delivered.task.id
         locked.title = title
         locked.updated_at = timezone.now()
         locked.save(update_fields=["task", "title", "updated_at"])
     session.task_id, session.title = locked.task_id, title
     return Prompted(delivered.task, delivered.created, delivered.answered)
+
+
+def _may_prompt(session: AcpSession) -> bool:
+    """One turn at a time per session, across editors and processes (the session row is
+    locked): a task that is paused, or queued or held by a worker, takes no prompt; the
+    refusal says who paused it and which command gets the user out."""
+    task = current_task(session)
+    if task is None:
+        return False
+    state = State(task.state)
+    if state in (State.PAUSED_BY_CLIENT, State.PAUSED_BY_AGENT):
+        susp = task.current_suspension
+        who = commands.paused_by(susp.requested_by, susp.initiator) if susp else "someone"
+        why = f": {susp.reason}" if susp and susp.reason else ""
+        parked = bool(susp and susp.initiator == Suspension.Initiator.AGENT)
+        raise NotAllowedNow(
+            state,
+            f"this task is paused by {who}{why}; {commands.way_out(state, parked=parked)}",
+        )
+    if state in (State.SUBMITTED, State.WORKING) and not settled(task.id):
+        raise NotAllowedNow(
+            state,
+            f"task {task.id} is {state.value} (another editor's prompt, or work going on in "
+            f"the background): {commands.way_out(state)}",
+        )
+    return state in (State.INPUT_REQUIRED, State.AUTH_REQUIRED)  # the prompt answers it
+
+
+def status(session: AcpSession) -> str:
+    """`/status` as text."""
+    task = current_task(session)
+    if task is None:
+        return commands.status_text(None, None, "")
+    susp = task.current_suspension if task.current_suspension_id else None
+    question = ""
+    if task.state in (State.INPUT_REQUIRED, State.AUTH_REQUIRED) and task.input_request:
+        question = "Open question: " + question_text(task.input_request, "")
+    return commands.status_text(task, susp, question)
+
+
+def open_question(session: AcpSession) -> Task | None:
+    """The session's task when it waits on a question (input or auth required)."""
+    task = current_task(session)
+    if task is not None and task.state in (State.INPUT_REQUIRED, State.AUTH_REQUIRED):
+        return task
+    return None
 
 
 def _title(text: str, cwd: str) -> str:
@@ -217,10 +284,15 @@ def resume(
     )
 
 
-def cancel(session: AcpSession, *, actor: services.Actor, reason: str) -> bool:
-    """Cancel the session's task if it is still going; False when there was nothing to."""
+def cancel(
+    session: AcpSession, *, actor: services.Actor, reason: str, unless_paused: bool = False
+) -> bool:
+    """Cancel the session's task if it is still going; False when there was nothing to.
+    `unless_paused`: leave a paused task alone (a `session/cancel` between turns)."""
     task = current_task(session)
     if task is None or task.state in TERMINAL:
+        return False
+    if unless_paused and task.state in (State.PAUSED_BY_CLIENT, State.PAUSED_BY_AGENT):
         return False
     try:
         services.cancel_task(task.id, actor=actor, reason=reason)

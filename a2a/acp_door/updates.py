@@ -28,9 +28,11 @@ from typing import Any
 
 from django.db.models import Q
 
+from a2a.acp_door.commands import paused_by, way_out
 from a2a.event_kinds import EventKind, is_agent_text, is_user_message
 from a2a.formats import text_of, ts
 from a2a.input_requests import REQUEST_TYPE, find_data_part
+from a2a.lifecycle import State
 from a2a.models import Artifact, Message, Task, TaskEvent
 
 SUSPEND_META = "taskdeck/suspend"  # the seed's _meta key (docs/design/acp-door.md, D63)
@@ -299,13 +301,16 @@ def _suspended(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
     facts = suspension_facts(fact)
     data = fact.data
     meta = _task_meta(fact, mode=data.get("mode") or None, deadline=data.get("deadline"))
+    meta[TASK_META]["pausedBy"] = fact.event.actor
     if opted_in:
         return [{"sessionUpdate": "suspended", **facts, "_meta": meta}]
-    who = "the agent" if facts["initiator"] == "agent" else "the client"
+    # who paused, in words (an operator's hold is not "the client"'s), and the way out
+    who = paused_by(fact.event.actor, facts["initiator"])
+    out = way_out(State.PAUSED_BY_CLIENT, parked=fact.kind == EventKind.PARKED)
     return [
         _say(
             f"⏸ Suspended by {who}: {facts['reason'] or 'no reason given'} "
-            f"(handle {facts['handle']})"
+            f"(handle {facts['handle']}, by {fact.event.actor}); {out}."
         ),
         {
             "sessionUpdate": "session_info_update",

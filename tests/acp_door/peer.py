@@ -40,6 +40,9 @@ STANDARD_KINDS = {
 }
 
 
+WAIT = "wait"  # a permission choice: leave the dialog open until `$/cancel_request`
+
+
 class Client:
     """The Client side the SDK calls into: answers permissions and forms as told."""
 
@@ -49,6 +52,12 @@ class Client:
     async def request_permission(self, session_id, tool_call, options, **kw):
         self.peer.asked.append(("permission", session_id, tool_call.model_dump(by_alias=True)))
         choice = self.peer.permission(tool_call, options)
+        if choice == WAIT:  # a dialog left open until the agent withdraws it
+            with self.peer._changed:
+                self.peer._changed.notify_all()
+            await self.peer.withdrawal.wait()
+            self.peer.withdrawal.clear()
+            choice = None
         if choice is None:
             return s.RequestPermissionResponse(outcome=s.DeniedOutcome(outcome="cancelled"))
         return s.RequestPermissionResponse(
@@ -95,6 +104,8 @@ class Peer:
         self.errors: list[str] = []  # updates a client of this kind would refuse
         self.asked: list[tuple] = []  # permission requests and forms, as asked
         self.parked: list[dict[str, Any]] = []  # session/await_resumption requests
+        self.withdrawn: list[dict[str, Any]] = []  # $/cancel_request notifications
+        self.withdrawal: asyncio.Event | None = None  # set by $/cancel_request (a WAIT dialog)
         self.permission: Callable[[Any, Any], str | None] = lambda tool_call, options: "approve"
         self.form: Callable[[str, dict], dict | None] = lambda message, schema: None
         self.init: dict[str, Any] = {}
@@ -125,6 +136,7 @@ class Peer:
 
     async def _open(self) -> None:
         self._stop = asyncio.Event()
+        self.withdrawal = asyncio.Event()
         opened: asyncio.Future = self._loop.create_future()
         self._runner = asyncio.run_coroutine_threadsafe(self._run(opened), self._loop)
         await opened
@@ -187,11 +199,24 @@ class Peer:
                 raise RequestError.method_not_found("session/await_resumption")
             return {}
 
+        async def on_withdrawn(params: Any) -> None:
+            pass  # heard by _observe; the SDK's client has no route for it (it logs an error)
+
         acp_sdk.add_route(conn, "session/update", on_update, "notification")
+        acp_sdk.add_route(conn, "$/cancel_request", on_withdrawn, "notification")
         acp_sdk.add_route(conn, "session/await_resumption", on_park, "request")
 
     def _observe(self, event) -> None:
-        pass
+        """Hears `$/cancel_request` (the agent withdrawing a dialog): recorded, and a dialog
+        left open with WAIT is closed."""
+        message = event.message
+        if event.direction.value != "incoming" or message.get("method") != "$/cancel_request":
+            return
+        with self._changed:
+            self.withdrawn.append(message.get("params") or {})
+            self._changed.notify_all()
+        if self.withdrawal is not None:
+            self.withdrawal.set()
 
     # --- calls ------------------------------------------------------------------------------
 
@@ -268,6 +293,29 @@ class Peer:
                     kinds = [u.get("sessionUpdate") for u in mine]
                     raise AssertionError(f"no matching update within {timeout}s; saw {kinds}")
                 self._changed.wait(left)
+
+    def wait_until(self, check: Callable[[], Any], *, what: str, timeout: float = 30) -> Any:
+        """Wait until `check()` (called under the peer's lock) is truthy; return it."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while not (found := check()):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"no {what} within {timeout}s")
+                self._changed.wait(left)
+            return found
+
+    def slash(self, sid: str, text: str, *, timeout: float = 60) -> tuple[dict, str]:
+        """A slash command as a user types it: (the prompt's answer, what the agent said
+        in reply — the text of the agent messages sent during it)."""
+        mark = len(self.seen(sid))
+        answer = self.prompt(sid, text, timeout=timeout)
+        said = "".join(
+            (u.get("content") or {}).get("text", "")
+            for u in self.seen(sid)[mark:]
+            if u.get("sessionUpdate") == "agent_message_chunk"
+        )
+        return answer, said
 
     def wait_parked(self, n: int = 1, *, timeout: float = 30) -> list[dict[str, Any]]:
         """The session/await_resumption requests, once `n` arrived (the agent sends them

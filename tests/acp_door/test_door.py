@@ -267,7 +267,7 @@ def test_a_prompt_to_a_suspended_session_is_refused(open_peer, acp_key, unchange
             refused = peer.error(
                 "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "more"}]}
             )
-        assert refused.code == -32004 and "resume it" in refused.data["detail"]
+        assert refused.code == -32004 and "type /resume to continue" in refused.data["detail"]
 
 
 def test_a_client_that_disappears_leaves_its_task_suspended(open_peer, acp_key):
@@ -335,7 +335,7 @@ def test_an_operator_hold_is_not_lifted_by_a_standard_client(open_peer, acp_key)
         running, task = start_prompt(peer, sid)
         services.pause_task(task.id, actor=services.Actor("operator", "ana"), reason="incident")
         assert running.result(timeout=30)["stopReason"] == "end_turn"
-        peer.wait_update(sid, says("⏸ Suspended by the client: incident"))
+        peer.wait_update(sid, says("⏸ Suspended by an operator (ana): incident"))
         peer.call("session/resume", {"sessionId": sid, "cwd": CWD, "mcpServers": []})
         assert Task.objects.get(pk=task.id).state == "paused-by-client"
         assert peer.errors == []

@@ -196,7 +196,11 @@ def test_load_after_a_restart_replays_what_was_first_seen(editor):
     assert replay == again  # the same every time
     user = [u for u in replay if u["sessionUpdate"] == "user_message_chunk"]
     assert user[0]["content"]["text"] == "Roll out 2.14"
-    assert [u for u in replay if u["sessionUpdate"] != "user_message_chunk"] == live
+    # the commands an attached session is offered are not history: sent on every attach
+    session_only = ("user_message_chunk", "available_commands_update", "current_mode_update")
+    assert [u for u in replay if u["sessionUpdate"] not in session_only] == [
+        u for u in live if u["sessionUpdate"] not in session_only
+    ]
 
 
 def test_a_standard_client_meets_no_unknown_kind_through_a_park_and_wake(editor, rpc, acp_key):
@@ -261,3 +265,26 @@ def test_without_forms_several_fields_are_answered_as_typed_json(editor):
         ]
         assert peer.prompt(sid, '{"priority": "low", "count": 5}')["stopReason"] == "end_turn"
         peer.wait_update(sid, says("priority=low, count=5"))
+
+
+def test_suspend_typed_into_a_running_batch_and_resume_typed_between_turns(editor):
+    """As a user types in a standard client (no seed methods): `/suspend` sent while the
+    batch's prompt runs is taken at once and ends that turn; `/resume` between turns
+    lets the batch finish, its updates arriving between turns."""
+    with editor(opted_in=False) as peer:
+        sid = peer.new_session(CWD, mode="batch")
+        running = prompt(peer, sid, "Re-render thumbnails", items=30, pace=2)
+        peer.wait_update(sid, progress_at_least(3))
+        answer, said = peer.slash(sid, "/suspend release freeze")
+        assert answer["stopReason"] == "end_turn" and "/resume" in said
+        ended = running.result(timeout=30)
+        assert ended["stopReason"] == "end_turn" and "taskdeck/suspend" in ended["_meta"]
+        task = task_of(sid)
+        wait_idle(task.id)
+        assert Task.objects.get(pk=task.id).state == "paused-by-client"
+        mark = len(peer.seen(sid))
+        peer.slash(sid, "/resume")
+        peer.wait_update(sid, finished, after=mark, timeout=60)
+        wait_state(task.id, "completed")
+        assert results(task) == list(range(30))
+        assert peer.errors == []

@@ -22,10 +22,9 @@ ACPX = ROOT / ".acp-peers" / "node_modules" / ".bin" / "acpx"
 AGENT = f"{shlex.quote(sys.executable)} {shlex.quote(str(ROOT / 'manage.py'))} acp"
 
 
-@pytest.fixture
-def acpx(runtime, acp_key, tmp_path):
-    """acpx(*args) → the finished process; HOME is a fresh directory (acpx keeps its
-    sessions under ~/.acpx), the agent gets the test database and the key."""
+def acpx_runner(acp_key: str, tmp_path, **agent_extra: str):
+    """run(*args) → the finished acpx process; HOME is a fresh directory (acpx keeps its
+    sessions under ~/.acpx), the agent gets the test database, the key and `agent_extra`."""
     if not ACPX.exists():
         reason = "acpx is not installed: run `make acp-peers`"
         if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
@@ -34,12 +33,18 @@ def acpx(runtime, acp_key, tmp_path):
     home, work = tmp_path / "home", tmp_path / "work"
     home.mkdir()
     work.mkdir()
-    env = {**agent_env(acp_key), "HOME": str(home)}
+    env = {**agent_env(acp_key, **agent_extra), "HOME": str(home)}
 
     def run(*args: str, timeout: float = 90) -> subprocess.CompletedProcess:
         cmd = [str(ACPX), "--agent", AGENT, "--cwd", str(work), *args]
         return subprocess.run(cmd, env=env, capture_output=True, timeout=timeout, check=False)
 
+    return run
+
+
+@pytest.fixture
+def acpx(runtime, acp_key, tmp_path):
+    run = acpx_runner(acp_key, tmp_path)
     yield run
     run("sessions", "close", "backend", timeout=30)
     settle_tasks(list(Task.objects.values_list("id", flat=True)))
