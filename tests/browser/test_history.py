@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from a2a import services
 from agui.models import ViewTask
-from tests.browser.conftest import live, shot
+from tests.browser.conftest import board_tools, shot
 from tests.runtime.conftest import wait_state
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -33,7 +33,7 @@ def canceled(start):
 @pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
 def test_a_canceled_task_is_found_from_the_board(open_as, operator, canceled, size, scheme):
     page = open_as(operator, "/", viewport=size, scheme=scheme)
-    live(page)
+    board_tools(page)  # a phone folds the filters, the search box with them
     page.locator("#f-q").fill("ledger freeze")
     expect(page.locator(f'#board-rows [data-task="{canceled.id}"]')).to_have_count(0)
     page.locator("#f-history").click()
