@@ -26,6 +26,7 @@ export function start(live) {
   const rows = new Map(); // taskId -> {tr, cells, entry}
   const selected = new Set();
   let filters = readFilters();
+  live.focus = filters.state; // the first snapshot holds the filtered states first
   let order = readOrder();
   const pager = document.getElementById("board-pager");
   const range = document.getElementById("board-range");
@@ -207,31 +208,97 @@ export function start(live) {
     }
   }
 
+  // The counts say how many tasks there are in each state over every task (the server's,
+  // live.counts: agui.selectors.counts), not how many rows this board holds: a view cut to
+  // its budget still reads "4 Needs input" when the inbox lists 4. Before the first counts
+  // arrive (an old server), the held rows are counted.
   function recount() {
-    const counts = Object.fromEntries(STATES.map((s) => [s, 0]));
+    const held = Object.fromEntries(STATES.map((s) => [s, 0]));
     let shown = 0;
     let total = 0;
     for (const row of rows.values()) {
       total += 1;
-      counts[row.entry.status] = (counts[row.entry.status] || 0) + 1;
+      held[row.entry.status] = (held[row.entry.status] || 0) + 1;
       if (row.show) shown += 1;
     }
+    const server = live.counts;
     for (const node of document.querySelectorAll("[data-count]")) {
       const s = node.dataset.count;
-      const n = s === "" ? total : counts[s] || 0;
-      if (node.textContent !== String(n)) node.textContent = String(n);
-      node.closest(".count").classList.toggle("zero", n === 0);
+      const here = s === "" ? total : held[s] || 0;
+      const n = server ? (s === "" ? server.total : server.states?.[s] || 0) : here;
+      const text = n.toLocaleString("en");
+      if (node.textContent !== text) node.textContent = text;
+      const box = node.closest(".count");
+      box.classList.toggle("zero", n === 0);
+      box.title = n === here ? "" : `${text} in all; ${here.toLocaleString("en")} on this board`;
     }
     for (const a of document.querySelectorAll(".count")) {
       a.setAttribute("aria-current", a.dataset.state === filters.state ? "true" : "false");
     }
     empty.hidden = shown !== 0 || total === 0;
     const f = Object.entries(filters).filter(([, v]) => v);
+    const all = server ? server.total : total;
     summary.textContent =
-      `${shown} of ${total} task${total === 1 ? "" : "s"} shown` + (f.length ? ` (filtered by ${f.map(([k, v]) => `${k}: ${v}`).join(", ")})` : "");
+      `${shown.toLocaleString("en")} of ${total.toLocaleString("en")} task${total === 1 ? "" : "s"} shown` +
+      (all > total ? ` (${all.toLocaleString("en")} in all)` : "") +
+      (f.length ? ` (filtered by ${f.map(([k, v]) => `${k}: ${v}`).join(", ")})` : "");
+    // "all N matching": N is what this board holds; when the view is cut the server's
+    // preview counts every task the filter matches (dashboard/bulkops.py), and says so
     const matching = document.getElementById("bulk-matching");
-    if (matching) matching.textContent = String(shown);
+    if (matching) matching.textContent = shown.toLocaleString("en");
+    const matchingNote = document.getElementById("bulk-matching-note");
+    if (matchingNote) matchingNote.hidden = !live.state.truncated;
+    outside(held, server);
     return shown;
+  }
+
+  // What is not on the board, and how to reach it: open tasks a view cut to its budget
+  // left out, per state, each with a link that holds that state first (live.setFocus);
+  // finished tasks past the live view are named only (their pages keep them).
+  const OUTSIDE_WORDS = { submitted: "queued", working: "working", "paused-by-agent": "parked by agents", "input-required": "needing input", "auth-required": "needing sign-in", "paused-by-client": "paused by operators" };
+  const FINISHED_STATES = ["completed", "failed", "canceled", "rejected"];
+  function outside(held, server) {
+    const note = document.getElementById("board-truncated");
+    const cut = live.state.truncated;
+    if (!server) {
+      note.hidden = !cut;
+      if (cut) note.textContent = `Showing the ${cut.shown} tasks that matter most of the ${cut.total} in the live view.`;
+      return;
+    }
+    const parts = [];
+    for (const [s, words] of Object.entries(OUTSIDE_WORDS)) {
+      const n = (server.states?.[s] || 0) - (held[s] || 0);
+      if (n > 0) parts.push([s, n, words]);
+    }
+    const finished = FINISHED_STATES.reduce((sum, s) => sum + Math.max(0, (server.states?.[s] || 0) - (held[s] || 0)), 0);
+    const key = JSON.stringify([parts, finished, filters.state]);
+    if (note.dataset.key === key) return;
+    note.dataset.key = key;
+    note.replaceChildren();
+    note.hidden = parts.length === 0 && finished === 0;
+    if (note.hidden) return;
+    if (parts.length) {
+      note.append("Not on this board: ");
+      parts.forEach(([s, n, words], i) => {
+        if (i) note.append(" · ");
+        note.append(`${n.toLocaleString("en")} more ${words}`);
+        if (filters.state !== s) {
+          note.append(" — ");
+          const a = el("a", { href: `?state=${encodeURIComponent(s)}`, dataset: { outsideState: s } }, "list them");
+          a.addEventListener("click", (e) => {
+            e.preventDefault();
+            document.getElementById("f-state").value = s;
+            setFilters();
+          });
+          note.append(a);
+        }
+      });
+      note.append(". Tasks that need a person are always here; search or a state filter reaches the rest.");
+    }
+    if (finished) {
+      if (parts.length) note.append(" ");
+      note.append(`${finished.toLocaleString("en")} finished task${finished === 1 ? " has" : "s have"} left the live view (each keeps its page).`);
+    }
   }
 
   function updateBulk() {
@@ -267,20 +334,13 @@ export function start(live) {
     layout();
     recount();
     updateBulk();
-    // A view too big for one message arrives cut (agui.selectors.window: waiting tasks
-    // first, then the other open ones, then the finished; newest first): say so, since
-    // the counts are of what arrived.
-    const cut = state.truncated;
-    const note = document.getElementById("board-truncated");
-    note.hidden = !cut;
-    if (cut) {
-      note.textContent = `Showing the ${cut.shown} tasks that matter most of the ${cut.total} in the live view (waiting ones first, then the other open ones, then the recently finished): the counts, filters and pages cover these. New tasks join as they arrive.`;
-    }
     const done = performance.now();
     metrics.snapshotRender.push(done - t0);
     if (metrics.firstRender === null) metrics.firstRender = done;
     document.body.dataset.boardReady = "1";
   });
+
+  live.on("counts", () => recount());
 
   const flashes = new Set();
   live.on("change", (ids, pendingChanged, t0) => {
@@ -329,6 +389,7 @@ export function start(live) {
     };
     order.page = 1; // a new filter starts from its first page
     writeUrl();
+    live.setFocus(filters.state); // a cut view is asked again with these states first
     if (bulkForm) for (const k of Object.keys(filters)) bulkForm.elements[k].value = filters[k];
     for (const row of rows.values()) applyVisibility(row);
     layout();
