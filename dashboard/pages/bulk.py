@@ -54,7 +54,8 @@ def bulk(request: HttpRequest) -> HttpResponse:
                 request.user, d["action"], filters, picks=picks, reason=d["reason"],
                 mode=mode, expected=d.get("expected") if d.get("expected") is not None else -1,
             )  # fmt: skip
-            return redirect("bulk-operation", op_id=op.pk)
+            page = reverse("bulk-operation", kwargs={"op_id": op.pk})
+            return redirect(page + (f"?{urlencode(filters.as_query())}" if filters else ""))
         selection = bulkops.select(d["action"], filters, picks)
     except bulkops.TooMany as exc:
         actions.refuse(request.user, f"bulk-{d['action']}", "bulk", str(exc), reason=d["reason"])
@@ -90,6 +91,7 @@ def operation(request: HttpRequest, op_id: int) -> HttpResponse:
     """A bulk action's page: its progress while it runs (static/js/bulk.js polls
     `operation_progress`), then what became of every task, refusals by name."""
     op = _operation(op_id)
+    filters = selectors.Filters.from_query(request.GET)  # the board's, to go back to
     refused = list(
         op.items.filter(outcome=BulkItem.Outcome.REFUSED).order_by("id")[:REFUSED_LISTED]
     )
@@ -104,7 +106,7 @@ def operation(request: HttpRequest, op_id: int) -> HttpResponse:
             "progress": bulkops.progress(op),
             "refused": refused,
             "titles": selectors.titles_of([i.task_id for i in refused]),
-            "back": reverse("board"),
+            "back": reverse("board") + (f"?{urlencode(filters.as_query())}" if filters else ""),
         },
     )
 

@@ -1,7 +1,9 @@
 // The task board: every task, live. Rows are keyed by task id and patched in place, so a
 // delta costs work for the tasks it touches (plus recounting), not a re-render of the board.
-// The default order is stable (newest task first): at 20 changes a second rows must not
-// jump under the operator's pointer; a changed row flashes instead. Operators may sort by
+// The default order is stable (the tasks that need a person on top, then newest task
+// first): at 20 changes a second rows must not jump under the operator's pointer; a
+// changed row flashes instead (a row moves only when its task comes to need a person, or
+// stops needing one). Operators may sort by
 // state, title or last update instead (then rows move: they asked for it). Only one page
 // of rows is in the document (PAGE_SIZE, or ?size= 10 to 500); sort, page and size live
 // in the URL with the filters.
@@ -10,6 +12,7 @@ import { ago, chipLabel, clock, describe, el, exact, matches, originLabels, outc
 
 export const PAGE_SIZE = 200;
 const DEFAULT_SORT = { key: "created", dir: "desc" };
+const NEEDS_PERSON = new Set(["input-required", "auth-required", "paused-by-client"]);
 const FIRST_DIR = { created: "desc", updated: "desc", title: "asc", state: "asc" };
 
 const metrics = { firstRender: null, snapshotRender: [], deltas: [], paints: [] };
@@ -63,6 +66,13 @@ export function start(live) {
   function compare(a, b) {
     const x = a.entry;
     const y = b.entry;
+    // The default order puts the tasks that need a person (an answer, a sign-in, an
+    // operator's pause) on top, whatever their age: the board's first page always shows
+    // them, as the live view always holds them (agui/view.py, NEEDS_PERSON).
+    if (order.key === DEFAULT_SORT.key && order.dir === DEFAULT_SORT.dir) {
+      const p = (NEEDS_PERSON.has(y.status) ? 1 : 0) - (NEEDS_PERSON.has(x.status) ? 1 : 0);
+      if (p) return p;
+    }
     let c; // ascending on the key, then turned for "desc"
     if (order.key === "updated") c = cmp(x.updatedAt, y.updatedAt);
     else if (order.key === "title") c = (x.title || x.taskId).localeCompare(y.title || y.taskId, undefined, { sensitivity: "base" });
