@@ -158,7 +158,8 @@ def window(
     """The view cut to `max_bytes` (serialized, with RESERVE_BYTES kept for the event).
 
     Order, so that a cut view keeps what an operator acts on: `first` (a run's own task),
-    then the tasks that need a person (view.NEEDS_PERSON: never cut, see Window.overflow),
+    then the tasks that need a person (view.NEEDS_PERSON: never cut from the board's
+    window, see Window.overflow; a run's thread is cut as it comes),
     then those in the states the board is filtered by (`focus`, a state or "paused"), then
     the other open ones, then agent parks, then the finished (view.RANKS); newest change
     first within each. Past the first rank the cut is a prefix of that order. Two queries,
@@ -178,7 +179,8 @@ def window(
     overflow: list[tuple[str, dict[str, Any], list[tuple[str, dict]]]] = []
     used = RESERVE_BYTES + _size({"view": {"tasks": {}, "pendingInterrupts": {}}})
     truncated = False
-    if live_only and first is None and ids is None and context_id is None:
+    board = live_only and first is None and ids is None and context_id is None
+    if board:
         # the board's (every socket's) window: read in its order from the index
         groups = ranked_groups(focus)
         ordered = itertools.chain.from_iterable(_newest_first(rows, g) for g in groups)
@@ -195,8 +197,8 @@ def window(
         cost += sum(_size(iid) + _size(p) + 2 for iid, p in mine)
         if used + cost > max_bytes:
             truncated = True
-            if entry.get("status") not in view.NEEDS_PERSON:
-                break
+            if not board or entry.get("status") not in view.NEEDS_PERSON:
+                break  # (a run's thread: cut as it comes; its stream has no room for more)
             overflow.append((task_id, entry, mine))  # never cut: sent after the snapshot
             versions[task_id] = version
             continue
