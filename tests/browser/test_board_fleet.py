@@ -37,10 +37,15 @@ def parked_fleet() -> Iterator[list[str]]:
     now = timezone.now() + timedelta(seconds=5)
     tasks = [
         Task(
-            id=f"fleet-{i:04d}", context_id="fleet", skill="ci-wait", owner="user:ana",
-            state="paused-by-agent", status_timestamp=now, created_at=now,
+            id=f"fleet-{i:04d}",
+            context_id="fleet",
+            skill="ci-wait",
+            owner="user:ana",
+            state="paused-by-agent",
+            status_timestamp=now,
+            created_at=now,
             updated_at=now + timedelta(milliseconds=i),
-        )  # fmt: skip
+        )
         for i in range(PARKS)
     ]
     Task.objects.bulk_create(tasks)
@@ -48,14 +53,20 @@ def parked_fleet() -> Iterator[list[str]]:
         ViewTask(
             task=t,
             entry={
-                "taskId": t.id, "contextId": "fleet", "skill": "ci-wait",
-                "title": f"Nightly fleet check {t.id}", "status": "paused-by-agent",
+                "taskId": t.id,
+                "contextId": "fleet",
+                "skill": "ci-wait",
+                "title": f"Nightly fleet check {t.id}",
+                "status": "paused-by-agent",
                 "statusText": "Waiting for CI build to finish. " * 30,
                 "updatedAt": t.updated_at.isoformat().replace("+00:00", "Z"),
                 "createdAt": t.created_at.isoformat().replace("+00:00", "Z"),
-                "version": 1, "taskVersion": 1, "summaries": {"progress": None, "artifacts": 0},
-                "pause": None, "origin": None,
-            },  # fmt: skip
+                "version": 1,
+                "taskVersion": 1,
+                "summaries": {"progress": None, "artifacts": 0},
+                "pause": None,
+                "origin": None,
+            },
             status="paused-by-agent",
             version=1,
             updated_at=t.updated_at,
@@ -134,7 +145,7 @@ def test_a_cut_board_keeps_every_approval_and_counts_every_task(
     note.get_by_role("link", name="list them").click()
     expect(page).to_have_url(re.compile(r"\?state=paused-by-agent&size=20$"))
     expect(rows.first).to_have_attribute("data-task", re.compile(r"^fleet-"))
-    expect(page.locator('#f-state')).to_have_value("paused-by-agent")
+    expect(page.locator("#f-state")).to_have_value("paused-by-agent")
     # the inbox agrees
     page.goto("/inbox")
     expect(page.locator(".inbox-item, [id^=item-]").first).to_be_visible()
