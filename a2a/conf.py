@@ -182,6 +182,22 @@ class Taskdeck(Section):
     anonymous_scopes = Names(
         "TASKDECK_ANONYMOUS_SCOPES", [], "scopes of callers without an API key (none: refused)"
     )
+    # dashboard/bulkops.py: one bulk action acts on this many tasks at most (a bigger
+    # selection is refused with a message saying so), in transactions of BULK_BATCH
+    bulk_max = Whole(
+        "TASKDECK_BULK_MAX", 10_000, "the most tasks one bulk action acts on", at_least=1
+    )
+    bulk_batch = Whole(
+        "TASKDECK_BULK_BATCH", 200, "tasks a bulk action changes per transaction", at_least=1
+    )
+    # where a confirmed bulk action runs: a thread of the web process, resumed by the
+    # scheduler should the process die (the default), or in the request (the test suite)
+    bulk_run = Text(
+        "TASKDECK_BULK_RUN",
+        "thread",
+        "where a confirmed bulk action runs",
+        choices=("thread", "inline"),
+    )
     stream_poll_seconds = Number(
         "TASKDECK_STREAM_POLL_SECONDS",
         0.25,

@@ -210,6 +210,28 @@ def count_tasks(*, owner: str | None = None, states: Iterable[str] | None = None
         return int(cur.fetchone()[0])
 
 
+def count_states(*, owner: str | None = None) -> dict[str, int]:
+    """How many tasks `owner` has (every owner's: None) in each state, exact and in one
+    statement whatever the number of tasks, as `count_tasks` (D27): the counts the writers
+    keep plus the changes not yet folded into them, grouped by state. States with none
+    are left out."""
+    counts, changes = TaskCount._meta.db_table, TaskCountChange._meta.db_table
+    mine = ' WHERE "owner" = %s' if owner is not None else ""
+    also = ' AND "owner" = %s' if owner is not None else ""
+    params = [owner] * 3 if owner is not None else []
+    sql = (
+        "SELECT counted.state, COALESCE(SUM(counted.n), 0) FROM ("
+        f'SELECT "state" AS state, n FROM {counts}{mine} '
+        f'UNION ALL SELECT "to_state" AS state, 1 AS n FROM {changes}{mine} '
+        f'UNION ALL SELECT "from_state" AS state, -1 AS n FROM {changes} '
+        f"WHERE \"from_state\" <> ''{also}"
+        ") AS counted GROUP BY counted.state"
+    )
+    with connection.cursor() as cur:
+        cur.execute(sql, params)
+        return {state: int(n) for state, n in cur.fetchall() if n}
+
+
 @dataclass
 class TaskPage:
     tasks: list[TaskView]

@@ -34,8 +34,9 @@ import asyncio
 import json
 import logging
 from typing import Any
+from urllib.parse import parse_qs
 
-from ag_ui.core import ActivitySnapshotEvent, StateSnapshotEvent
+from ag_ui.core import ActivitySnapshotEvent, StateDeltaEvent, StateSnapshotEvent
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
@@ -55,13 +56,45 @@ log = logging.getLogger(__name__)
 RATE_LIMITED = 4429  # the close code of a socket opened over its tenant's rate (4000 + 429)
 
 
-def _bundle(actor: Actor | None) -> tuple[int, selectors.Window, list[Interrupt]]:
-    """The opening snapshot, within the byte budget, and the activities of its tasks; first
-    the newest log row id, read before the snapshot, so every row up to it had committed
-    when the snapshot was read (on SQLite always; on PostgreSQL but for a late commit)."""
+def _bundle(
+    actor: Actor | None, focus: str | None = None
+) -> tuple[int, selectors.Window, list[Interrupt]]:
+    """The opening snapshot, within the byte budget (but for the tasks that need a person:
+    `Window.overflow`), the counts over every task (`Window.counts`, sent after the
+    activities as a CUSTOM `taskdeck.counts`: outside the view's state, which deltas keep),
+    and the activities of its tasks; first the newest log row id, read before the
+    snapshot, so every row up to it had committed when the snapshot was read (on SQLite
+    always; on PostgreSQL but for a late commit)."""
     top = fanout.newest_id()
-    window = selectors.window(max_bytes=view.limits().snapshot_bytes, visible_to=actor)
+    budget = view.limits().snapshot_bytes
+    window = selectors.window(max_bytes=budget, visible_to=actor, focus=focus)
+    window.counts = selectors.counts(actor)
     return top, window, selectors.pending_activities(window.versions, visible_to=actor)
+
+
+Joining = tuple[dict, int, list[tuple[str, dict]]]  # entry, view version, pending requests
+
+
+def _joining(task_id: str, actor: Actor | None) -> Joining | None:
+    """A task that joins a cut socket's window (it now needs a person, or is in the
+    socket's focus): its entry and version as they are now, and its pending requests."""
+    found = selectors.entries_now([task_id], actor)
+    return found.get(task_id)
+
+
+def _status_after(task_id: str, events: list[dict]) -> str | None:
+    """The status a change leaves the task in, as its STATE_DELTA says (None: unchanged)."""
+    path = view.task_path(task_id)
+    status = None
+    for e in events:
+        if e.get("type") != "STATE_DELTA":
+            continue
+        for o in e.get("delta") or []:
+            if o.get("op") in ("add", "replace") and o.get("path") == path + "/status":
+                status = o.get("value")
+            elif o.get("op") in ("add", "replace") and o.get("path") == path:
+                status = (o.get("value") or {}).get("status", status)
+    return status
 
 
 def _touches(task_id: str, events: list[dict], op: str) -> bool:
@@ -95,6 +128,21 @@ def _principal_from_headers(headers: list[tuple[bytes, bytes]]) -> Actor | None:
     return None
 
 
+async def _let_it_write() -> None:
+    """One turn of the event loop between the opening's messages: Daphne's transport
+    writes to the kernel only when the loop turns, so an opening of many messages sent
+    without a turn would pile up in its buffer, and a large one (every task needing a
+    person, whatever the budget) trip the not-reading bound (dashboard/websocket_limits.py)
+    though its client reads."""
+    await asyncio.sleep(0)
+
+
+def _focus_of(query_string: bytes) -> str | None:
+    """`?focus=<state or "paused">` of the socket's address; None when absent or no state."""
+    values = parse_qs(query_string.decode("latin-1")).get("focus") or [""]
+    return values[0] if view.focus_states(values[0]) else None
+
+
 class ViewConsumer(AsyncWebsocketConsumer):
     # No channel of its own: the process's Tailer is the one listener on the layer. A
     # channel per socket would mean one Redis receive per socket, which times out under
@@ -111,6 +159,9 @@ class ViewConsumer(AsyncWebsocketConsumer):
             )
         # A restricted key's socket carries its own tenant's tasks only (a2a/access.py)
         self.mine: dict[str, bool] = {}
+        # the states the board is filtered by, held before the rest (`?focus=`, or a
+        # resync's "focus"): a cut board filtered by "parked" shows the parks it cut
+        self.focus = _focus_of(self.scope.get("query_string", b""))
         if not self.who:
             await self.close(code=4401)
             return
@@ -155,6 +206,9 @@ class ViewConsumer(AsyncWebsocketConsumer):
             await self.send(json.dumps({"type": "error", "message": "send JSON"}))
             return
         if isinstance(message, dict) and message.get("type") == "resync":
+            if "focus" in message:
+                focus = message.get("focus")
+                self.focus = focus if isinstance(focus, str) and view.focus_states(focus) else None
             try:
                 await database_sync_to_async(rate_limits.take)("resync", self.who)
             except rate_limits.RateLimited as exc:
@@ -167,11 +221,16 @@ class ViewConsumer(AsyncWebsocketConsumer):
 
     async def resync(self) -> None:
         """A fresh snapshot; what was queued before it is dropped by version."""
-        top, window, activities = await database_sync_to_async(_bundle)(self.who)
+        top, window, activities = await database_sync_to_async(_bundle)(self.who, self.focus)
         self.versions: dict[str, int] = window.versions  # the tasks this socket holds
         self.truncated = window.truncated
         self.decided = top  # rows up to here: the snapshot holds their task, or cut it
+        self.counted = window.counts
         await self._send(StateSnapshotEvent(snapshot=window.snapshot).model_dump(by_alias=True))
+        # the tasks needing a person that did not fit: never cut, sent right after
+        for ops in window.overflow_deltas(view.limits().snapshot_bytes):
+            await self._send(StateDeltaEvent(delta=ops).model_dump(by_alias=True))
+            await _let_it_write()
         for interrupt in activities:
             event = ActivitySnapshotEvent(
                 message_id=interrupt.interrupt_id,
@@ -179,6 +238,8 @@ class ViewConsumer(AsyncWebsocketConsumer):
                 content=interrupt.content,
             )
             await self._send(event.model_dump(by_alias=True))
+            await _let_it_write()
+        await self._send(fanout.counts_notice(window.counts))
 
     async def _guard(self) -> None:
         """Close the socket (4401) once its key is revoked or its session has ended
@@ -201,10 +262,53 @@ class ViewConsumer(AsyncWebsocketConsumer):
                     self.queue.get_nowait()
                 await self.resync()
                 continue
-            if isinstance(rows, dict):  # the Tailer's lag notice (CUSTOM taskdeck.lag)
-                await self._send(rows)
+            if isinstance(rows, dict):  # the Tailer's notices (CUSTOM taskdeck.lag / .counts)
+                if rows.get("name") == fanout.COUNTS_EVENT:
+                    await self._counts(rows)
+                else:
+                    await self._send(rows)
                 continue
             await self._deliver(rows)
+
+    async def _counts(self, notice: dict[str, Any]) -> None:
+        """The counts changed (agui/fanout.py reads them over every task, once a process):
+        pass them on; a restricted key's socket reads its own tenant's instead."""
+        if self.who.restricted:
+            mine = await database_sync_to_async(selectors.counts)(self.who)
+            notice = fanout.counts_notice(mine)
+        value = notice.get("value")
+        if value == self.counted:
+            return
+        self.counted = value
+        await self._send(notice)
+
+    def _must_hold(self, status: str | None) -> bool:
+        """Does a task in `status` belong in this socket's window however cut it is?"""
+        return status in view.NEEDS_PERSON or status in view.focus_states(self.focus)
+
+    async def _join(self, task_id: str) -> bool:
+        """A task this cut socket did not hold now needs a person (or entered its focus):
+        send it whole, as an `add` of its current entry and pending requests, with their
+        activities, and follow it from there. Whether all was sent."""
+        found = await database_sync_to_async(_joining)(task_id, self.who)
+        if found is None:
+            return True  # gone from the view meanwhile: nothing to show
+        entry, version, mine = found
+        ops = [{"op": "add", "path": view.task_path(task_id), "value": entry}]
+        ops += [{"op": "add", "path": view.pending_path(i), "value": p} for i, p in mine]
+        sent = await self._send(StateDeltaEvent(delta=ops).model_dump(by_alias=True))
+        self.versions[task_id] = version
+        activities = await database_sync_to_async(selectors.pending_activities)(
+            [task_id], visible_to=self.who
+        )
+        for interrupt in activities:
+            event = ActivitySnapshotEvent(
+                message_id=interrupt.interrupt_id,
+                activity_type=interrupt.kind,
+                content=interrupt.content,
+            )
+            sent &= await self._send(event.model_dump(by_alias=True))
+        return sent
 
     async def _visible(self, rows: list[fanout.Row]) -> list[fanout.Row]:
         """The rows of tasks this socket may see (one query per batch of new task ids)."""
@@ -236,8 +340,13 @@ class ViewConsumer(AsyncWebsocketConsumer):
             if known is None and _touches(task_id, events, "add"):
                 expected = version  # enters the view now: the add carries the whole entry
             elif known is None:
-                if self.truncated or _touches(task_id, events, "remove"):
-                    continue  # not held: cut from this socket's window, or already gone
+                if _touches(task_id, events, "remove"):
+                    continue  # not held, and gone
+                if self.truncated:
+                    # cut from this socket's window: it joins when it needs a person now
+                    if self._must_hold(_status_after(task_id, events)):
+                        sent_all &= await self._join(task_id)
+                    continue
                 expected = 1  # new, but its first change committed late: it is in the log
             else:
                 expected = known + 1

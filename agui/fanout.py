@@ -57,7 +57,7 @@ from ag_ui.core import CustomEvent
 from channels.db import database_sync_to_async
 
 from a2a.notify import Listener
-from agui import projection, retention
+from agui import projection, retention, selectors
 from agui.models import AguiEvent
 from agui.projector import TEXT, VIEW_GROUP
 
@@ -70,6 +70,9 @@ RESYNC = "resync"  # queued instead of rows: rows this Tailer had not read were 
 LAG_READ_SECONDS = 1.0  # the lag is read at most this often per process
 LAG_NOTICE_SECONDS = 2.0  # sockets are told while the lag is over this
 LAG_EVENT = "taskdeck.lag"  # the CUSTOM event's name
+COUNTS_EVENT = "taskdeck.counts"  # the counts over every task (agui.selectors.counts)
+COUNTS_READ_SECONDS = 0.5  # the counts are read at most this often per process…
+COUNTS_IDLE_SECONDS = 10.0  # …and this often with no change seen (a lost poke, compaction)
 
 
 _reads: tuple[int, ThreadPoolExecutor] | None = None  # (pid, the reader's executor)
@@ -106,6 +109,13 @@ def encoded(rows: list[tuple[int, str, int, str, dict]]) -> list[Row]:
     not once per socket on the event loop (100 sockets: 100 encodings of every event, in
     the loop that also serves every request)."""
     return [(*row, json.dumps(row[4], separators=(",", ":"))) for row in rows]
+
+
+def counts_notice(counts: dict[str, Any]) -> dict[str, Any]:
+    """The CUSTOM event that gives a socket the counts over every task (the board's
+    counts, the Inbox badge, the tab title), queued like rows (consumers.py)."""
+    event = CustomEvent(name=COUNTS_EVENT, value=counts)
+    return event.model_dump(by_alias=True, mode="json")
 
 
 def _rows_after(low: int, seen: set[int]) -> tuple[list[Row], int]:
@@ -166,6 +176,9 @@ class Tailer:
         self.seen_set: set[int] = set()
         self.lag_read_at = float("-inf")  # time.monotonic() of the last lag reading
         self.lagging = False  # the sockets were last told of a lag over the notice
+        self.counts_read_at = float("-inf")  # time.monotonic() of the last counts reading
+        self.counts_due = False  # rows came since the counts were last read
+        self.counts: dict[str, Any] | None = None  # as last read (every tenant's)
 
     def add(self) -> asyncio.Queue:
         """A queue registered, and the reader running or starting: no await in here, so
@@ -260,6 +273,12 @@ class Tailer:
                         queue.put_nowait(fresh)  # unbounded; a socket far behind resyncs
                 if time.monotonic() - self.lag_read_at >= LAG_READ_SECONDS:
                     await self._tell_the_lag()
+                self.counts_due = self.counts_due or bool(fresh)
+                since = time.monotonic() - self.counts_read_at
+                if (self.counts_due and since >= COUNTS_READ_SECONDS) or (
+                    since >= COUNTS_IDLE_SECONDS
+                ):
+                    await self._tell_the_counts()
         finally:
             listener.cancel()
 
@@ -280,6 +299,26 @@ class Tailer:
         else:
             return
         notice = lag_notice(seconds)
+        for queue in list(self.queues):
+            queue.put_nowait(notice)
+
+    async def _tell_the_counts(self) -> None:
+        """Read the counts over every task (one reading per process, whatever the number of
+        sockets) and, when they changed, hand them to every socket; a restricted key's
+        socket reads its own tenant's then (consumers.py). Read after the rows: a change
+        whose view rows were just handed over committed before, so it is counted."""
+        self.counts_read_at = time.monotonic()
+        self.counts_due = False
+        read = in_reader_thread(selectors.counts)
+        try:
+            counts = await read()
+        except Exception:
+            log.warning("reading the task counts failed", exc_info=True)
+            return
+        if counts == self.counts:
+            return
+        self.counts = counts
+        notice = counts_notice(counts)
         for queue in list(self.queues):
             queue.put_nowait(notice)
 

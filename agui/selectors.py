@@ -84,11 +84,65 @@ class Window:
     """An opening STATE_SNAPSHOT that fits `max_bytes`: the first entries of the view in
     the order below, with their pending input requests, and their versions (what the
     socket then follows). When the view did not fit, `snapshot["truncated"]` says how many
-    tasks it holds of how many (a note as of the snapshot: deltas never touch it)."""
+    tasks it holds of how many (a note as of the snapshot: deltas never touch it).
+
+    `overflow`: the tasks that need a person (view.NEEDS_PERSON) which did not fit the
+    budget — never cut, they go to the client after the snapshot as STATE_DELTA `add`s
+    (`overflow_deltas`), each message within the budget, so the snapshot plus those equals
+    one bigger snapshot. Their versions are in `versions`."""
 
     snapshot: dict[str, Any]
     versions: dict[str, int] = field(default_factory=dict)
     truncated: bool = False
+    overflow: list[tuple[str, dict[str, Any], list[tuple[str, dict]]]] = field(default_factory=list)
+    counts: dict[str, Any] | None = None  # `counts()`, when the caller read them
+
+    def overflow_deltas(self, max_bytes: int) -> list[list[dict[str, Any]]]:
+        """The overflow as JSON Patch `add` lists, each within `max_bytes` (serialized,
+        RESERVE_BYTES kept for the event around it), one task's entry and its pending
+        requests never split."""
+        batches: list[list[dict[str, Any]]] = []
+        ops: list[dict[str, Any]] = []
+        used = RESERVE_BYTES
+        for task_id, entry, mine in self.overflow:
+            these = [{"op": "add", "path": view.task_path(task_id), "value": entry}]
+            these += [{"op": "add", "path": view.pending_path(i), "value": p} for i, p in mine]
+            cost = sum(_size(o) + 1 for o in these)
+            if ops and used + cost > max_bytes:
+                batches.append(ops)
+                ops, used = [], RESERVE_BYTES
+            ops += these
+            used += cost
+        if ops:
+            batches.append(ops)
+        return batches
+
+
+def _rank_case(focus: list[str], first: str | None) -> Case:
+    """The window's order as a database expression (the paths the database sorts)."""
+    whens = [When(status__in=view.NEEDS_PERSON, then=Value(1))]
+    if focus:
+        whens.append(When(status__in=focus, then=Value(2)))
+    for i, states in enumerate(view.RANKS[1:], start=3):
+        whens.append(When(status__in=states, then=Value(i)))
+    rank = Case(*whens, default=Value(9), output_field=IntegerField())
+    if first is not None:
+        rank = Case(When(task_id=first, then=Value(0)), default=rank, output_field=IntegerField())
+    return rank
+
+
+def ranked_groups(focus: str | None = None) -> list[list[str]]:
+    """The window's groups of states, in order: those needing a person, then the states
+    the board is filtered by (`focus`), then the other ranks (view.RANKS)."""
+    wanted = [s for s in view.focus_states(focus) if s not in view.NEEDS_PERSON]
+    groups = [view.NEEDS_PERSON]
+    if wanted:
+        groups.append(wanted)
+    for states in view.RANKS[1:]:
+        rest = [s for s in states if s not in wanted]
+        if rest:
+            groups.append(rest)
+    return groups
 
 
 def window(
@@ -99,41 +153,40 @@ def window(
     context_id: str | None = None,
     first: str | None = None,
     live_only: bool = True,
+    focus: str | None = None,
 ) -> Window:
     """The view cut to `max_bytes` (serialized, with RESERVE_BYTES kept for the event).
 
     Order, so that a cut view keeps what an operator acts on: `first` (a run's own task),
-    then tasks waiting on someone (input, auth, paused), then the other open ones, then
-    the finished; newest change first within each. The cut is a prefix of that order. Two
-    queries, three when cut; rows are streamed and reading stops at the budget, so a view
-    of 100,000 open tasks costs what the budget holds. `task_ids` and `context_id` (a
-    run's thread) narrow it; `live_only=False` reads their rows whether or not they are
-    still in the live view."""
+    then the tasks that need a person (view.NEEDS_PERSON: never cut from the board's
+    window, see Window.overflow; a run's thread is cut as it comes),
+    then those in the states the board is filtered by (`focus`, a state or "paused"), then
+    the other open ones, then agent parks, then the finished (view.RANKS); newest change
+    first within each. Past the first rank the cut is a prefix of that order. Two queries,
+    three when cut; rows are streamed and reading stops at the budget, so a view of
+    100,000 open tasks costs what the budget holds (plus the tasks needing a person).
+    `task_ids` and `context_id` (a run's thread) narrow it; `live_only=False` reads their
+    rows whether or not they are still in the live view."""
     ids = list(task_ids) if task_ids is not None else None
     rows = ViewTask.objects.filter(IN_VIEW) if live_only else ViewTask.objects.all()
     rows = _narrow(rows, ids, visible_to, context_id)
-    rank = Case(
-        When(status__in=view.WAITING, then=Value(1)),
-        When(status__in=view.FINISHED, then=Value(3)),
-        default=Value(2),
-        output_field=IntegerField(),
-    )
-    if first is not None:
-        rank = Case(When(task_id=first, then=Value(0)), default=rank, output_field=IntegerField())
     pending: dict[str, list[tuple[str, dict]]] = {}
     for iid, entry in _pending(ids, visible_to, context_id):
         pending.setdefault(entry["taskId"], []).append((iid, entry))
     tasks: dict[str, Any] = {}
     held_pending: dict[str, Any] = {}
     versions: dict[str, int] = {}
+    overflow: list[tuple[str, dict[str, Any], list[tuple[str, dict]]]] = []
     used = RESERVE_BYTES + _size({"view": {"tasks": {}, "pendingInterrupts": {}}})
     truncated = False
-    if live_only and first is None and ids is None and context_id is None:
+    board = live_only and first is None and ids is None and context_id is None
+    if board:
         # the board's (every socket's) window: read in its order from the index
-        ordered = itertools.chain.from_iterable(_newest_first(rows, g) for g in _RANKED)
+        groups = ranked_groups(focus)
+        ordered = itertools.chain.from_iterable(_newest_first(rows, g) for g in groups)
     else:  # a thread's few tasks, or one task first: sorted by the database
         ordered = (
-            rows.annotate(rank=rank)
+            rows.annotate(rank=_rank_case(view.focus_states(focus), first))
             .order_by("rank", "-updated_at", "-task_id")
             .values_list("task_id", "entry", "version")
             .iterator(chunk_size=CHUNK)
@@ -144,7 +197,11 @@ def window(
         cost += sum(_size(iid) + _size(p) + 2 for iid, p in mine)
         if used + cost > max_bytes:
             truncated = True
-            break
+            if not board or entry.get("status") not in view.NEEDS_PERSON:
+                break  # (a run's thread: cut as it comes; its stream has no room for more)
+            overflow.append((task_id, entry, mine))  # never cut: sent after the snapshot
+            versions[task_id] = version
+            continue
         used += cost
         tasks[task_id] = entry
         versions[task_id] = version
@@ -153,8 +210,9 @@ def window(
     if truncated:
         board = live_only and ids is None and context_id is None
         total = _live_total(visible_to) if board else rows.count()
-        result["truncated"] = {"shown": len(tasks), "total": total, "maxBytes": max_bytes}
-    return Window(result, versions, truncated)
+        shown = len(tasks) + len(overflow)
+        result["truncated"] = {"shown": shown, "total": total, "maxBytes": max_bytes}
+    return Window(result, versions, truncated, overflow)
 
 
 _OPEN = sorted({str(s) for s in State} - set(view.FINISHED))
@@ -174,13 +232,33 @@ def _live_total(visible_to: Actor | None) -> int:
     return open_tasks + finished.count()
 
 
+REQUESTS_COUNT_CAP = 10_000  # the inbox's cap: "10,000+ waiting" beyond
+
+
+def counts(visible_to: Actor | None = None) -> dict[str, Any]:
+    """What the board's counts, the Inbox badge and the tab title show, over every task
+    the reader may see, not over the tasks its window holds (issue 29): `states` (tasks per
+    state, from the counts the writers keep: a2a.selectors.count_states, one statement
+    whatever the number of tasks), `total`, and `requests` (pending input requests, as
+    the inbox counts them: an index-only count on `interrupt_kind_pending` that stops at
+    REQUESTS_COUNT_CAP; `requestsMore` past it). Exact as of the read: the counts commit
+    with the writes they count (D27), so they may be a moment ahead of the projected view,
+    never behind what was committed before the read."""
+    restricted = visible_to is not None and visible_to.restricted
+    states = task_selectors.count_states(owner=visible_to.tenant if restricted else None)
+    waiting = _narrow(
+        Interrupt.objects.filter(PENDING, kind=Interrupt.Kind.INPUT_REQUEST), None, visible_to
+    )
+    requests = waiting.order_by().values("created_at")[:REQUESTS_COUNT_CAP].count()
+    return {
+        "states": {str(s): states.get(str(s), 0) for s in State},
+        "total": sum(states.values()),
+        "requests": requests,
+        "requestsMore": requests >= REQUESTS_COUNT_CAP,
+    }
+
+
 CHUNK = 200
-# the window's order by status: waiting on someone, the other open ones, the finished
-_RANKED = (
-    view.WAITING,
-    sorted({str(s) for s in State} - set(view.WAITING) - set(view.FINISHED)),
-    view.FINISHED,
-)
 
 
 def _newest_first(rows, statuses: list[str]) -> Iterator[tuple[str, Any, int]]:
@@ -208,6 +286,22 @@ def _newest_first(rows, statuses: list[str]) -> Iterator[tuple[str, Any, int]]:
 
     merged = heapq.merge(*(one(s) for s in statuses), key=lambda r: (r[0], r[1]), reverse=True)
     return ((task_id, entry, version) for _, task_id, entry, version in merged)
+
+
+def entries_now(
+    task_ids: Iterable[str], visible_to: Actor | None = None
+) -> dict[str, tuple[dict[str, Any], int, list[tuple[str, dict]]]]:
+    """Each of these tasks still in the live view, as a socket would hold it now: its
+    entry, its view version and its pending input requests (two queries)."""
+    ids = list(task_ids)
+    rows = _narrow(ViewTask.objects.filter(IN_VIEW), ids, visible_to)
+    pending: dict[str, list[tuple[str, dict]]] = {}
+    for iid, entry in _pending(ids, visible_to):
+        pending.setdefault(entry["taskId"], []).append((iid, entry))
+    return {
+        task_id: (entry, version, pending.get(task_id, []))
+        for task_id, entry, version in rows.values_list("task_id", "entry", "version")
+    }
 
 
 def pending_activities(

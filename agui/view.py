@@ -9,13 +9,35 @@ from typing import Any
 
 from a2a import conf
 from a2a.formats import pause_facts, text_of, ts
-from a2a.lifecycle import PAUSED, TERMINAL, WAITING_FOR_INPUT
+from a2a.lifecycle import PAUSED, TERMINAL, WAITING_FOR_INPUT, State
 from a2a.models import Message, Task
 
 TITLE_CHARS = 120
 STATUS_TEXT_CHARS = 500
 FINISHED = sorted(TERMINAL)  # view entries in these states leave the view after a while
 WAITING = sorted(WAITING_FOR_INPUT | PAUSED)  # waiting on a person or an event
+# The live view's ranks (docs/agui.md, "Needs a person first"): a socket's window holds
+# every task waiting for a person (an answer, an approval, a sign-in) or paused by an
+# operator, whatever its size, then the other open tasks, then agent parks, then the
+# recently finished; newest change first within each. Only the ranks after the first are
+# cut to the byte budget.
+NEEDS_PERSON = sorted(WAITING_FOR_INPUT | {State.PAUSED_BY_CLIENT})
+PARKED = [str(State.PAUSED_BY_AGENT)]
+ACTIVE = sorted({str(s) for s in State} - set(NEEDS_PERSON) - set(PARKED) - set(FINISHED))
+RANKS = (NEEDS_PERSON, ACTIVE, PARKED, FINISHED)
+FOCUS_GROUPS = {"paused": sorted(PAUSED)}  # the board's "paused or parked" filter
+
+
+def focus_states(focus: str | None) -> list[str]:
+    """The states a board filtered by `focus` (a state, or "paused") wants held before the
+    rest; [] for no focus or a name that is no state."""
+    if not focus:
+        return []
+    if focus in FOCUS_GROUPS:
+        return FOCUS_GROUPS[focus]
+    return [focus] if focus in {str(s) for s in State} else []
+
+
 # Daphne's websocket_max_message_size (the default `manage.py serve` runs with): a larger
 # message is refused and the socket closed with 1011 (issue 15, bug 12). The opening
 # snapshot stays below it by HEADROOM whatever SNAPSHOT_BYTES says.

@@ -13,7 +13,6 @@ Nothing here saves a Task.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +32,7 @@ from a2a.errors import (
 from a2a.models import Task
 from agui import projection
 from dashboard.models import AuditEntry
-from dashboard.vocabulary import MODE_EFFECT, verb
+from dashboard.vocabulary import MODE_EFFECT
 
 DETAIL_CHARS = 2000  # an audit entry's detail; past it cut, and said so
 FLASH_CHARS = 200  # a comment echoed in the flash after an answer
@@ -264,6 +263,8 @@ def rerun(user, task_id: str, *, kind: str, seen_latest: str) -> tuple[Result, T
     audit(user, action, task_id, ok=True, detail=done)
     said = f"Started {task.id[:8]}, a {'retry' if retry else 're-run'} of {task_id[:8]}."
     return Result(True, said), task
+
+
 def send_message(user, task_id: str, text: str) -> Result:
     """A user message on an existing task (a hosted ACP session's next prompt), through the
     one path of a user message (a2a.services.receive_message): refused as every door's is
@@ -276,69 +277,3 @@ def send_message(user, task_id: str, text: str) -> Result:
         lambda: services.receive_message(message, actor=actor_of(user), task_id=task_id),
         done=f"sent: {text}",
     )  # fmt: skip
-
-
-# --- bulk -------------------------------------------------------------------------------------
-
-
-@dataclass
-class BulkResult:
-    action: str
-    done: list[str] = field(default_factory=list)
-    skipped: list[tuple[str, str]] = field(default_factory=list)  # (task id, why)
-
-    @property
-    def summary(self) -> str:
-        text = f"{self.action}: {len(self.done)} done, {len(self.skipped)} skipped"
-        reasons = self.skipped_by_reason()
-        if reasons:
-            text += " (" + "; ".join(f"{len(ids)}: {why}" for why, ids in reasons.items()) + ")"
-        return text
-
-    def skipped_by_reason(self) -> dict[str, list[str]]:
-        """Skipped task ids grouped by why, in the order the reasons first came up."""
-        reasons: dict[str, list[str]] = {}
-        for task_id, why in self.skipped:
-            reasons.setdefault(why, []).append(task_id)
-        return reasons
-
-
-def bulk(
-    user,
-    action: str,
-    task_ids: Iterable[str],
-    *,
-    reason: str,
-    mode: str = "finish_step",
-    skipped: Iterable[tuple[str, str]] = (),
-) -> BulkResult:
-    """Apply one action to many tasks, each in its own service call: one task's refusal
-    skips that task only. `skipped` are the tasks the preview already left out (with why):
-    they are not touched, but the summary and the audit entry name them, so the record
-    says what happened to every task the operator saw. One audit entry (task "bulk")
-    names what happened to each."""
-    result = BulkResult(action, skipped=list(skipped))
-    who = actor_of(user)
-    for task_id in task_ids:
-        try:
-            if action == "pause":
-                services.pause_task(task_id, actor=who, reason=reason, mode=mode)
-            elif action == "resume":
-                services.resume_task(task_id, actor=who, reason=reason)
-            elif action == "cancel":
-                services.cancel_task(task_id, actor=who, reason=reason)
-            else:
-                raise ValueError(action)
-        except REFUSALS as exc:
-            result.skipped.append((task_id, explain(exc)))
-        else:
-            result.done.append(task_id)
-    projection.catch_up(result.done)
-    detail = result.summary
-    if result.done:
-        detail += f"\n{verb(action).past}: " + " ".join(result.done)
-    for why, ids in result.skipped_by_reason().items():
-        detail += f"\nskipped ({why}): " + " ".join(ids)
-    ok = bool(result.done)
-    audit(user, f"bulk-{action}", AuditEntry.BULK, reason=reason, ok=ok, detail=detail)
-    return result

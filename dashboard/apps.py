@@ -8,7 +8,8 @@ class DashboardConfig(AppConfig):
     verbose_name = "Operator dashboard"
 
     def ready(self) -> None:
-        from a2a import health
-        from dashboard import websocket_limits
+        from a2a import health, periodic
+        from dashboard import bulkops, websocket_limits
 
+        periodic.register(bulkops.resume_stale)  # bulk actions whose process died
         health.add_section("websockets", websocket_limits.stats)  # sockets closed unread

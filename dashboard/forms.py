@@ -126,6 +126,10 @@ class BulkForm(forms.Form):
     skill = forms.CharField(required=False)
     context = forms.CharField(required=False)
     q = forms.CharField(required=False)
+    # the count the preview showed, posted back with the confirmation: what is acted on
+    expected = forms.IntegerField(required=False, min_value=0)
+
+    PICKS_MAX = 500  # explicit picks (a field each): the board's largest page
 
     def __init__(self, *args, **kw) -> None:
         super().__init__(*args, **kw)
@@ -134,8 +138,15 @@ class BulkForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        if data.get("scope") == "selection" and not data.get("ids"):
+        picks = data.get("ids") or []
+        if data.get("scope") == "selection" and not picks:
             self.add_error("ids", "Select at least one task, or choose “all matching the filter”.")
+        elif data.get("scope") == "selection" and len(picks) > self.PICKS_MAX:
+            self.add_error(
+                "ids",
+                f"Pick at most {self.PICKS_MAX} tasks one by one, or choose “all matching the "
+                "filter”: the server selects those itself, up to thousands.",
+            )
         return data
 
 

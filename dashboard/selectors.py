@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -186,57 +186,14 @@ def origin_of(task: Task) -> Origin:
 BULK_MOVES = {"pause": Action.PAUSE, "resume": Action.RESUME, "cancel": Action.CANCEL}
 
 
-@dataclass
-class Preview:
-    action: str
-    eligible: list[dict[str, Any]] = field(default_factory=list)
-    skipped: list[tuple[dict[str, Any], str]] = field(default_factory=list)
-    matched: dict[str, str] = field(default_factory=dict)  # task id -> field the search hit
-
-
-def _skip_reason(action: str, state: str | None) -> str | None:
-    """Why `action` would leave a task in `state` alone (None: it would act)."""
+def skip_reason(action: str, state: str | None) -> str | None:
+    """Why `action` would leave a task in `state` alone (None: it would act): the state
+    machine the services check (they decide again when they act)."""
     try:
         m = move(state, BULK_MOVES[action])
     except TransitionRefused as exc:
         return refusal_hint(exc)
     return "already paused" if m.noop else None
-
-
-def bulk_preview(action: str, entries: list[dict[str, Any]], q: str = "") -> Preview:
-    """Which of `entries` the action would change, and why the others would be skipped
-    (the same state machine the services check; the services decide again at run time).
-    With a search `q`, which field each task matched in, so the operator can see why a
-    task is in the list before acting on "all matching the filter"."""
-    preview = Preview(action)
-    for entry in entries:
-        why = _skip_reason(action, entry.get("status"))
-        if why is None:
-            preview.eligible.append(entry)
-        else:
-            preview.skipped.append((entry, why))
-        if q and (hit := search_match(entry, q)):
-            preview.matched[entry.get("taskId", "")] = hit
-    return preview
-
-
-def still_skipped(action: str, task_ids: list[str]) -> list[tuple[str, str]]:
-    """The tasks the preview left out, with why as of now (the preview's reason, unless the
-    task changed since): the confirmation does not act on them, but its summary and audit
-    entry name each one. Ids come from the posted form, so the reasons are worked out here
-    again rather than taken from it."""
-    found = {e["taskId"]: e for e in entries_for(task_ids)}
-    out = []
-    for task_id in task_ids:
-        entry = found.get(task_id)
-        if entry is None:
-            why = "no such task"
-        else:
-            why = _skip_reason(action, entry.get("status")) or (
-                "it was not eligible when previewed; preview again to include it"
-            )
-        out.append((task_id, why))
-    return out
 
 
 def entries_for(task_ids: list[str]) -> list[dict[str, Any]]:
@@ -412,6 +369,12 @@ def task_title(task_id: str) -> str:
     a refused answer. Blank when the task has no view entry yet (the card shows its id)."""
     title = ViewTask.objects.filter(task_id=task_id).values_list("entry__title", flat=True)
     return title.first() or ""
+
+
+def titles_of(task_ids: list[str]) -> dict[str, str]:
+    """`task_title` of each of these tasks, in one query."""
+    rows = ViewTask.objects.filter(task_id__in=task_ids).values_list("task_id", "entry__title")
+    return {task_id: title or "" for task_id, title in rows}
 
 
 def pending_interrupt(interrupt_id: str) -> Interrupt | None:

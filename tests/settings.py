@@ -22,6 +22,9 @@ os.environ.setdefault("TASKDECK_RATE_SOCKET", "0")
 # Daphne and worker processes the suite starts inherit it. The projection's own tests run
 # the default `thread` mode where they need it.
 os.environ.setdefault("TASKDECK_PROJECTION", "sync")
+# A confirmed bulk action runs in the request (dashboard/bulkops.py), so a test reads its
+# outcome right after; the bulk tests run the thread and the scheduler's resume themselves.
+os.environ.setdefault("TASKDECK_BULK_RUN", "inline")
 
 from dashboard.settings import *  # noqa: F403
 

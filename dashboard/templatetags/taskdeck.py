@@ -67,3 +67,12 @@ def percent(progress) -> int:
 @register.filter
 def get_item(mapping, key):
     return (mapping or {}).get(key, "")
+
+
+@register.filter
+def intcomma_en(value) -> str:
+    """1913 -> "1,913", as the board's JavaScript writes counts (toLocaleString("en"))."""
+    try:
+        return f"{int(value):,}"
+    except (TypeError, ValueError):
+        return str(value)

@@ -29,15 +29,24 @@ live.on("status", (status, detail) => {
 });
 
 const badge = document.getElementById("inbox-count");
+// The server's count over every pending request (live.counts), not the requests of the
+// tasks this socket holds; the held ones before the first counts arrive.
+export function pendingCount() {
+  const c = live.counts;
+  if (c && typeof c.requests === "number") return { n: c.requests, more: Boolean(c.requestsMore) };
+  return { n: Object.keys(live.pending).length, more: false };
+}
+window.taskdeck.pendingCount = pendingCount;
 function updateBadge() {
   if (!badge) return;
-  const n = Object.keys(live.pending).length;
-  badge.textContent = String(n);
+  const { n, more } = pendingCount();
+  badge.textContent = `${n.toLocaleString("en")}${more ? "+" : ""}`;
   badge.hidden = n === 0;
-  badge.setAttribute("aria-label", `${n} pending request${n === 1 ? "" : "s"}`);
+  badge.setAttribute("aria-label", `${n}${more ? " or more" : ""} pending request${n === 1 ? "" : "s"}`);
 }
 live.on("snapshot", updateBadge);
-notice.start(live); // tab title and icon count pending approvals; opt-in notifications
+live.on("counts", updateBadge);
+notice.start(live, pendingCount); // tab title and icon count pending approvals; opt-in notifications
 notice.bindSwitch(document.getElementById("notify-switch"), document.getElementById("notify-note"));
 live.on("change", (ids, pendingChanged) => pendingChanged && updateBadge());
 

@@ -1,7 +1,9 @@
 // The task board: every task, live. Rows are keyed by task id and patched in place, so a
 // delta costs work for the tasks it touches (plus recounting), not a re-render of the board.
-// The default order is stable (newest task first): at 20 changes a second rows must not
-// jump under the operator's pointer; a changed row flashes instead. Operators may sort by
+// The default order is stable (the tasks that need a person on top, then newest task
+// first): at 20 changes a second rows must not jump under the operator's pointer; a
+// changed row flashes instead (a row moves only when its task comes to need a person, or
+// stops needing one). Operators may sort by
 // state, title or last update instead (then rows move: they asked for it). Only one page
 // of rows is in the document (PAGE_SIZE, or ?size= 10 to 500); sort, page and size live
 // in the URL with the filters.
@@ -10,6 +12,7 @@ import { ago, boardState, chipLabel, clock, describe, el, exact, matches, origin
 
 export const PAGE_SIZE = 200;
 const DEFAULT_SORT = { key: "created", dir: "desc" };
+const NEEDS_PERSON = new Set(["input-required", "auth-required", "paused-by-client"]);
 const FIRST_DIR = { created: "desc", updated: "desc", title: "asc", state: "asc" };
 
 const metrics = { firstRender: null, snapshotRender: [], deltas: [], paints: [] };
@@ -26,6 +29,7 @@ export function start(live) {
   const rows = new Map(); // taskId -> {tr, cells, entry}
   const selected = new Set();
   let filters = readFilters();
+  live.focus = filters.state; // the first snapshot holds the filtered states first
   let order = readOrder();
   const pager = document.getElementById("board-pager");
   const range = document.getElementById("board-range");
@@ -83,6 +87,13 @@ export function start(live) {
   function compare(a, b) {
     const x = a.entry;
     const y = b.entry;
+    // The default order puts the tasks that need a person (an answer, a sign-in, an
+    // operator's pause) on top, whatever their age: the board's first page always shows
+    // them, as the live view always holds them (agui/view.py, NEEDS_PERSON).
+    if (order.key === DEFAULT_SORT.key && order.dir === DEFAULT_SORT.dir) {
+      const p = (NEEDS_PERSON.has(y.status) ? 1 : 0) - (NEEDS_PERSON.has(x.status) ? 1 : 0);
+      if (p) return p;
+    }
     let c; // ascending on the key, then turned for "desc"
     if (order.key === "updated") c = cmp(x.updatedAt, y.updatedAt);
     else if (order.key === "title") c = (x.title || x.taskId).localeCompare(y.title || y.taskId, undefined, { sensitivity: "base" });
@@ -233,21 +244,30 @@ export function start(live) {
     }
   }
 
+  // The counts say how many tasks there are in each state over every task (the server's,
+  // live.counts: agui.selectors.counts), not how many rows this board holds: a view cut to
+  // its budget still reads "4 Needs input" when the inbox lists 4. Before the first counts
+  // arrive (an old server), the held rows are counted.
   function recount() {
-    const counts = Object.fromEntries(STATES.map((s) => [s, 0]));
+    const held = Object.fromEntries(STATES.map((s) => [s, 0]));
     let shown = 0;
     let total = 0;
     for (const row of rows.values()) {
       total += 1;
-      const state = boardState(row.entry);
-      counts[state] = (counts[state] || 0) + 1;
+      const state = boardState(row.entry); // "Completed · rejected" counts as rejected
+      held[state] = (held[state] || 0) + 1;
       if (row.show) shown += 1;
     }
+    const server = live.counts;
     for (const node of document.querySelectorAll("[data-count]")) {
       const s = node.dataset.count;
-      const n = s === "" ? total : counts[s] || 0;
-      if (node.textContent !== String(n)) node.textContent = String(n);
-      node.closest(".count").classList.toggle("zero", n === 0);
+      const here = s === "" ? total : held[s] || 0;
+      const n = server ? (s === "" ? server.total : server.states?.[s] || 0) : here;
+      const text = n.toLocaleString("en");
+      if (node.textContent !== text) node.textContent = text;
+      const box = node.closest(".count");
+      box.classList.toggle("zero", n === 0);
+      box.title = n === here ? "" : `${text} in all; ${here.toLocaleString("en")} on this board`;
     }
     for (const a of document.querySelectorAll(".count")) {
       a.setAttribute("aria-current", a.dataset.state === filters.state ? "true" : "false");
@@ -255,11 +275,68 @@ export function start(live) {
     empty.hidden = shown !== 0 || total === 0;
     const f = Object.entries(filters).filter(([, v]) => v);
     summary.hidden = false;
+    const all = server ? server.total : total;
     summary.textContent =
-      `${shown} of ${total} task${total === 1 ? "" : "s"} shown` + (f.length ? ` (filtered by ${f.map(([k, v]) => `${k}: ${v}`).join(", ")})` : "");
+      `${shown.toLocaleString("en")} of ${total.toLocaleString("en")} task${total === 1 ? "" : "s"} shown` +
+      (all > total ? ` (${all.toLocaleString("en")} in all)` : "") +
+      (f.length ? ` (filtered by ${f.map(([k, v]) => `${k}: ${v}`).join(", ")})` : "");
+    // "all N matching": N is what this board holds; when the view is cut the server's
+    // preview counts every task the filter matches (dashboard/bulkops.py), and says so
     const matching = document.getElementById("bulk-matching");
-    if (matching) matching.textContent = String(shown);
+    if (matching) matching.textContent = shown.toLocaleString("en");
+    const matchingNote = document.getElementById("bulk-matching-note");
+    if (matchingNote) matchingNote.hidden = !live.state.truncated;
+    outside(held, server);
     return shown;
+  }
+
+  // What is not on the board, and how to reach it: open tasks a view cut to its budget
+  // left out, per state, each with a link that holds that state first (live.setFocus);
+  // finished tasks past the live view are named only (their pages keep them).
+  const OUTSIDE_WORDS = { submitted: "queued", working: "working", "paused-by-agent": "parked by agents", "input-required": "needing input", "auth-required": "needing sign-in", "paused-by-client": "paused by operators" };
+  const FINISHED_STATES = ["completed", "failed", "canceled", "rejected"];
+  function outside(held, server) {
+    const note = document.getElementById("board-truncated");
+    const cut = live.state.truncated;
+    if (!server) {
+      note.hidden = !cut;
+      if (cut) note.textContent = `Showing the ${cut.shown} tasks that matter most of the ${cut.total} in the live view.`;
+      return;
+    }
+    const parts = [];
+    for (const [s, words] of Object.entries(OUTSIDE_WORDS)) {
+      const n = (server.states?.[s] || 0) - (held[s] || 0);
+      if (n > 0) parts.push([s, n, words]);
+    }
+    const finished = FINISHED_STATES.reduce((sum, s) => sum + Math.max(0, (server.states?.[s] || 0) - (held[s] || 0)), 0);
+    const key = JSON.stringify([parts, finished, filters.state]);
+    if (note.dataset.key === key) return;
+    note.dataset.key = key;
+    note.replaceChildren();
+    note.hidden = parts.length === 0 && finished === 0;
+    if (note.hidden) return;
+    if (parts.length) {
+      note.append("Not on this board: ");
+      parts.forEach(([s, n, words], i) => {
+        if (i) note.append(" · ");
+        note.append(`${n.toLocaleString("en")} more ${words}`);
+        if (filters.state !== s) {
+          note.append(" — ");
+          const a = el("a", { href: `?state=${encodeURIComponent(s)}`, dataset: { outsideState: s } }, "list them");
+          a.addEventListener("click", (e) => {
+            e.preventDefault();
+            document.getElementById("f-state").value = s;
+            setFilters();
+          });
+          note.append(a);
+        }
+      });
+      note.append(". Tasks that need a person are always here; search or a state filter reaches the rest.");
+    }
+    if (finished) {
+      if (parts.length) note.append(" ");
+      note.append(`${finished.toLocaleString("en")} finished task${finished === 1 ? " has" : "s have"} left the live view (each keeps its page).`);
+    }
   }
 
   function updateBulk() {
@@ -298,20 +375,13 @@ export function start(live) {
     layout();
     recount();
     updateBulk();
-    // A view too big for one message arrives cut (agui.selectors.window: waiting tasks
-    // first, then the other open ones, then the finished; newest first): say so, since
-    // the counts are of what arrived.
-    const cut = state.truncated;
-    const note = document.getElementById("board-truncated");
-    note.hidden = !cut;
-    if (cut) {
-      note.textContent = `Showing the ${cut.shown} tasks that matter most of the ${cut.total} in the live view (waiting ones first, then the other open ones, then the recently finished): the counts, filters and pages cover these. New tasks join as they arrive.`;
-    }
     const done = performance.now();
     metrics.snapshotRender.push(done - t0);
     if (metrics.firstRender === null) metrics.firstRender = done;
     document.body.dataset.boardReady = "1";
   });
+
+  live.on("counts", () => recount());
 
   const flashes = new Set();
   live.on("change", (ids, pendingChanged, t0) => {
@@ -360,6 +430,7 @@ export function start(live) {
     };
     order.page = 1; // a new filter starts from its first page
     writeUrl();
+    live.setFocus(filters.state); // a cut view is asked again with these states first
     if (bulkForm) for (const k of Object.keys(filters)) bulkForm.elements[k].value = filters[k];
     for (const row of rows.values()) applyVisibility(row);
     layout();

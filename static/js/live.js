@@ -24,13 +24,17 @@ export class LiveView {
     this.url = url;
     this.state = { view: { tasks: {}, pendingInterrupts: {} } };
     this.activities = new Map();
-    this.handlers = { snapshot: [], change: [], activity: [], status: [] };
+    this.handlers = { snapshot: [], change: [], activity: [], status: [], counts: [] };
     this.attempt = 0;
     this.status = "connecting";
     this.ws = null;
     this.timer = null;
     this.hasSnapshot = false;
     this.lagSeconds = 0; // how far the view is behind the tasks, as the server last said
+    // The counts over every task (the server's, agui.selectors.counts): the board's counts,
+    // the Inbox badge and the tab title read these, never the rows a cut view holds.
+    this.counts = null;
+    this.focus = ""; // the states the board is filtered by: the server holds them first
     this.stats = { snapshots: 0, deltas: 0, resyncs: 0, reconnects: 0, statuses: [] };
     // Changes waiting for the next animation frame (see flush): the touched task ids,
     // whether the pending interrupts moved, and when each delta arrived.
@@ -80,7 +84,7 @@ export class LiveView {
     this.setStatus(this.attempt ? "reconnecting" : "connecting");
     let ws;
     try {
-      ws = new WebSocket(this.url);
+      ws = new WebSocket(this.focus ? `${this.url}?focus=${encodeURIComponent(this.focus)}` : this.url);
     } catch (err) {
       this.scheduleReconnect();
       return;
@@ -109,8 +113,16 @@ export class LiveView {
     this.stats.resyncs += 1;
     if (this.ws && this.ws.readyState === WebSocket.OPEN) {
       this.setStatus("resyncing", why);
-      this.ws.send(JSON.stringify({ type: "resync" }));
+      this.ws.send(JSON.stringify({ type: "resync", focus: this.focus }));
     }
+  }
+
+  // The board's state filter: a view cut to its budget is asked again with these states
+  // held first (after those needing a person), so the filter shows what was cut.
+  setFocus(focus) {
+    if ((focus || "") === this.focus) return;
+    this.focus = focus || "";
+    if (this.state.truncated) this.resync("filter changed");
   }
 
   receive(text) {
@@ -135,6 +147,11 @@ export class LiveView {
         this.emit("snapshot", this.state, t0);
         break;
       case "CUSTOM":
+        if (event.name === "taskdeck.counts") {
+          this.counts = event.value || null;
+          this.emit("counts", this.counts);
+          return;
+        }
         if (event.name !== "taskdeck.lag") return;
         this.lagSeconds = Number(event.value?.seconds) || 0;
         if (this.status === "live") this.setStatus("live", this.lagDetail());

@@ -47,14 +47,14 @@ function show(title, body, url, tag) {
   };
 }
 
-export function start(live) {
+export function start(live, pendingCount) {
   const icon = document.querySelector('link[rel="icon"]');
   let shown = -1;
   let knownPending = null; // ids seen so far; null until the first snapshot
   const statuses = new Map();
 
   function count() {
-    const n = Object.keys(live.pending).length;
+    const n = pendingCount ? pendingCount().n : Object.keys(live.pending).length;
     if (n === shown) return;
     shown = n;
     document.title = n ? `(${n}) ${BASE_TITLE}` : BASE_TITLE;
@@ -67,6 +67,7 @@ export function start(live) {
     for (const [id, t] of Object.entries(live.tasks)) statuses.set(id, t.status);
   }
 
+  live.on("counts", count);
   live.on("snapshot", () => {
     count();
     remember(); // what a (re)connection finds is not news

@@ -103,8 +103,9 @@ def test_the_opening_window_stays_within_its_budget_in_constant_queries(make_tas
     add_tasks(2000)
     with CaptureQueriesContext(connection) as many:
         large = selectors.window(max_bytes=64 * 1024)
-    # cut: the note's total, from the open tasks' kept counts and the finished in the view
-    assert len(many.captured_queries) == reads + 2
+    # cut: the note's total, from the open tasks' kept counts and the finished in the view;
+    # the states of ranks after the cut are not read at all
+    assert len(many.captured_queries) <= reads + 2
     assert len(json.dumps(large.snapshot, separators=(",", ":"))) <= 64 * 1024
     shown = len(large.snapshot["view"]["tasks"])
     assert large.snapshot["truncated"] == {"shown": shown, "total": 2001, "maxBytes": 64 * 1024}

@@ -55,15 +55,21 @@ def finish_many(n: int) -> list[str]:
     return ids
 
 
-def pause_many(n: int) -> list[str]:
-    """n open tasks paused by their client with a full reason (2,000 characters): about
-    24 KB of entry each. Oldest first."""
+def pause_many(n: int, *, by_agent: bool = True) -> list[str]:
+    """n open tasks parked by their agent (`by_agent`) or paused by their client, with a
+    full reason (2,000 characters): about 24 KB of entry each. Oldest first. Parks are cut
+    to the budget; client pauses need a person and never are (tests/agui/
+    test_needs_person_first.py)."""
     ids: list[str] = []
     for start in range(0, n, 100):
         with transaction.atomic():
             for _ in range(start, min(n, start + 100)):
                 task = services.create_task(user_message("hold me"), actor=CLIENT, skill="batch")
-                services.pause_task(task.id, actor=CLIENT, reason=HEAVY * 2000)
+                if by_agent:
+                    services.start_task(task.id, actor=AGENT)
+                    services.park_task(task.id, actor=AGENT, reason=HEAVY * 2000)
+                else:
+                    services.pause_task(task.id, actor=CLIENT, reason=HEAVY * 2000)
                 ids.append(task.id)
     return ids
 
@@ -113,7 +119,7 @@ def test_a_view_of_many_finished_tasks_still_opens_and_keeps_the_newest(ws_url, 
 
 
 def test_more_open_tasks_than_fit_arrive_cut_to_the_budget_and_the_socket_lives(ws_url, api_key):
-    """Open tasks never leave the view, so a flood of them (one key, 60 paused tasks of
+    """Open tasks never leave the view, so a flood of them (one key, 60 parked tasks of
     1.4 MB) must not empty the board either: the snapshot holds what fits the budget —
     the newest — says it is cut and by how much, and the socket then follows those tasks
     and every new one, equal to the fresh view for each of them."""

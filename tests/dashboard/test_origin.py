@@ -107,7 +107,7 @@ def test_the_origin_filter_narrows_the_board_and_bulk(op, doors, unchanged):
         ).content.decode()
     assert "<strong>1</strong> will be paused" in preview
     assert "all tasks matching origin=acp" in preview
-    assert re.findall(r'name="confirmed" value="([^"]+)"', preview) == [doors["acp"].id]
+    assert re.findall(r'data-task="([^"]+)"', preview) == [doors["acp"].id]
     assert '<input type="hidden" name="origin" value="acp">' in preview
 
 

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def confirmed(html: str) -> list[str]:
-    return re.findall(r'name="confirmed" value="([^"]+)"', html)
+    return re.findall(r'data-task="([^"]+)"', html)
 
 
 def test_all_matching_the_filter_takes_words_from_one_field_only(op, make_task):
