@@ -259,10 +259,23 @@ export function start(live) {
       if (row.show) shown += 1;
     }
     const server = live.counts;
+    // The server counts A2A states; the board shows a task that completed after an
+    // operator rejected its approval as Rejected (boardState): those it holds move from
+    // Completed to Rejected here, so a count and the rows under it agree.
+    let declined = 0;
+    for (const row of rows.values()) {
+      if (row.entry.status === "completed" && boardState(row.entry) === "rejected") declined += 1;
+    }
+    const serverCount = (s) => {
+      const n = server.states?.[s] || 0;
+      if (s === "rejected") return n + declined;
+      if (s === "completed") return Math.max(0, n - declined);
+      return n;
+    };
     for (const node of document.querySelectorAll("[data-count]")) {
       const s = node.dataset.count;
       const here = s === "" ? total : held[s] || 0;
-      const n = server ? (s === "" ? server.total : server.states?.[s] || 0) : here;
+      const n = server ? (s === "" ? server.total : serverCount(s)) : here;
       const text = n.toLocaleString("en");
       if (node.textContent !== text) node.textContent = text;
       const box = node.closest(".count");

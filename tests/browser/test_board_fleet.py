@@ -22,7 +22,7 @@ from playwright.sync_api import expect
 from a2a.models import Task
 from a2a.services import counts
 from agui.models import ViewTask
-from tests.browser.conftest import SIZES, shot
+from tests.browser.conftest import SIZES, board_tools, shot
 from tests.runtime.conftest import wait_state
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -159,6 +159,7 @@ def test_bulk_cancel_of_every_park_is_counted_done_in_batches_and_reported(
     page = open_as(operator, "/?state=paused-by-agent&size=20", viewport=size)
     axe = with_axe(page)
     live_cut(page)
+    board_tools(page)  # a phone folds the filters and the bulk bar
     expect(page.locator("#bulk-matching-note")).to_be_visible()
     page.locator("#bulk-scope-filter").check()
     page.locator("#bulk-action").select_option("cancel")
