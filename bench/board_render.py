@@ -34,9 +34,7 @@ import argparse
 import contextlib
 import os
 import random
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -65,6 +63,7 @@ import logging  # noqa: E402
 logging.getLogger("agui").setLevel(logging.ERROR)
 logging.getLogger("a2a").setLevel(logging.ERROR)
 
+from _harness import free_port, start_server  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.test import Client  # noqa: E402
@@ -87,12 +86,6 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 WORDS = ["render", "export", "index", "backup", "rotate", "deploy", "migrate", "scan", "audit"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def make_finished(n: int) -> None:
@@ -169,23 +162,9 @@ def main() -> None:
     session = client.cookies["sessionid"].value
 
     port = free_port()
-    daphne = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-         "dashboard.asgi:application"],
-        env={k: v for k, v in os.environ.items() if k != "TASKDECK_PROJECTION"},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    daphne = start_server(dict(os.environ), port)  # bench/_harness.py: served as production
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
             context = browser.new_context(base_url=base, viewport={"width": 1400, "height": 900})

@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -53,6 +51,7 @@ import logging  # noqa: E402
 logging.getLogger("agui").setLevel(logging.ERROR)
 logging.getLogger("a2a").setLevel(logging.ERROR)
 
+from _harness import free_port, start_server  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.test import Client  # noqa: E402
@@ -64,12 +63,6 @@ from agui import selectors  # noqa: E402
 ACTOR = services.Actor("operator", "bench")
 AGENT = services.Actor("agent", "bench")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def create(i: int, *, park: bool = False) -> None:
@@ -110,23 +103,9 @@ def main() -> None:
     client.force_login(user)
     session = client.cookies["sessionid"].value
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k != "TASKDECK_PROJECTION"}
-    daphne = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-         "dashboard.asgi:application"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    daphne = start_server(dict(os.environ), port)  # bench/_harness.py: served as production
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
             # BENCH_MOTION=reduce: the board without its change flash
