@@ -32,6 +32,7 @@ class RawAgent:
         )
         self.lines: queue.Queue[bytes] = queue.Queue()
         self.stderr: list[bytes] = []
+        self.notified: list[dict] = []
         threading.Thread(
             target=self._read, args=(self.proc.stdout, self.lines.put), daemon=True
         ).start()
@@ -54,8 +55,14 @@ class RawAgent:
         return json.loads(raw)  # every stdout line is a protocol message
 
     def call(self, rpc_id, method: str, params) -> dict:
+        """The answer to this call; notifications that come first (a session's
+        `available_commands_update`) are kept in `notified`."""
         body = {"jsonrpc": "2.0", "id": rpc_id, "method": method, "params": params}
-        return self.send(json.dumps(body).encode())
+        message = self.send(json.dumps(body).encode())
+        while "method" in message and "id" not in message:
+            self.notified.append(message)
+            message = self.answer()
+        return message
 
     def close(self) -> None:
         self.proc.stdin.close()
