@@ -28,6 +28,10 @@ the issue's target is at most 1.25x):
   --calls tasks through the services and wakes those, so each size wakes the same way);
 - board: the dashboard's AG-UI socket (/ws/agui/, a signed-in operator's session):
   connect until its opening STATE_SNAPSHOT arrives;
+- board-whole: the same socket until the board holds all it shows (the snapshot, the
+  tasks needing a person that did not fit it, their requests, then the counts event);
+  once per size it prints what the board holds against the database (issue 29: every
+  task waiting for input or paused by an operator on the board, counts equal the inbox);
 - inbox, audit: those dashboard pages (GET, the operator's session);
 - timeline: the task page of one task with 2,000 timeline entries (progress reports);
 - search: the history page (/history, agui/search.py), the calls cycling through
@@ -79,6 +83,7 @@ OPS = (
     "pause-resume",
     "wake",
     "board",
+    "board-whole",
     "inbox",
     "audit",
     "timeline",
@@ -171,6 +176,62 @@ class Bench:
             while json.loads(ws.recv(timeout=60)).get("type") != "STATE_SNAPSHOT":
                 pass
             return time.perf_counter() - start
+
+    def board_whole(self) -> float:
+        """Seconds from opening the socket until the board holds all it will show: the
+        snapshot, then the tasks that need a person which did not fit it (sent as `add`
+        deltas), their requests, up to the counts event that comes last. What the board
+        then holds is kept in `self.held` (view, counts) for `coverage`."""
+        import jsonpatch
+        from websockets.sync.client import connect
+
+        url = f"ws://127.0.0.1:{self.port}/ws/agui/"
+        headers = {"Cookie": f"sessionid={self.session}", "Origin": f"http://127.0.0.1:{self.port}"}
+        start = time.perf_counter()
+        state: dict = {}
+        with connect(
+            url, additional_headers=headers, max_size=None, open_timeout=60, close_timeout=0.01
+        ) as ws:
+            while True:
+                event = json.loads(ws.recv(timeout=60))
+                kind = event.get("type")
+                if kind == "STATE_SNAPSHOT":
+                    state = event["snapshot"]
+                elif kind == "STATE_DELTA":
+                    jsonpatch.apply_patch(state, event["delta"], in_place=True)
+                elif kind == "CUSTOM" and event.get("name") == "taskdeck.counts":
+                    took = time.perf_counter() - start
+                    self.held = (state.get("view", {}), event["value"])
+                    return took
+
+
+def coverage(bench: Bench) -> str:
+    """Issue 29's check on the board `board-whole` last opened: every task waiting for a
+    person (input-required) or paused by an operator (paused-by-client) is on it, its
+    pending requests too, and the counts it shows equal the database's (COUNT over the
+    tasks; pending input requests, as the inbox lists them)."""
+    from a2a.models import Task
+    from agui.models import PENDING, Interrupt
+
+    view, counts = bench.held
+    held: dict[str, int] = {}
+    for entry in view.get("tasks", {}).values():
+        held[entry["status"]] = held.get(entry["status"], 0) + 1
+    pending = len(view.get("pendingInterrupts", {}))
+    parts = []
+    for state in ("input-required", "paused-by-client"):
+        in_db = Task.objects.filter(state=state).count()
+        parts.append(
+            f"{state}: board holds {held.get(state, 0):,}, counts say "
+            f"{counts['states'].get(state, 0):,}, database {in_db:,}"
+        )
+    waiting = Interrupt.objects.filter(PENDING, kind=Interrupt.Kind.INPUT_REQUEST).count()
+    parts.append(
+        f"requests: board holds {pending:,}, counts (Inbox badge) say {counts['requests']:,}"
+        f"{'+' if counts.get('requestsMore') else ''}, inbox/database {waiting:,}"
+    )
+    parts.append(f"board holds {sum(held.values()):,} tasks in all")
+    return "; ".join(parts)
 
 
 BASE = (DEEP_PAGES + 2) * 50  # the measuring tenant's completed tasks at every size
@@ -294,6 +355,7 @@ def operations(bench: Bench, prepared: dict) -> dict:
         "pause-resume": pause_resume,
         "wake": wake,
         "board": lambda i: bench.board(),
+        "board-whole": lambda i: bench.board_whole(),
         "inbox": lambda i: bench.page("/inbox"),
         "audit": lambda i: bench.page("/audit"),
         "timeline": lambda i: bench.page(f"/tasks/{prepared['long']}"),
@@ -395,7 +457,7 @@ def replay(bench: Bench, op: str, prepared: dict) -> None:
                 HTTP_AUTHORIZATION=f"Bearer {bench.token_template}",
             )
         )
-    elif op == "board":
+    elif op in ("board", "board-whole"):
         from django.contrib.auth import get_user_model
 
         from a2a.auth import user_actor
@@ -598,6 +660,8 @@ def main() -> int:
                     f"{n if n >= 0 else '-'} queries",
                     flush=True,
                 )
+                if op == "board-whole":
+                    print(f"    what the board holds: {coverage(bench)}", flush=True)
             bench.http.close()
             server.terminate()
             server.wait(timeout=30)
