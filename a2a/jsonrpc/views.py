@@ -69,7 +69,7 @@ def _valid_id(value: Any) -> bool:
 def _parse(request: HttpRequest) -> tuple[Any, dict[str, Any]]:
     """(id, envelope) or JsonRpcError."""
     http_bodies.check_size(request.headers)
-    payload = http_bodies.json_of(request.body)
+    payload = http_bodies.json_of(http_bodies.body_of(request))
     if isinstance(payload, list):
         raise JsonRpcError(INVALID_REQUEST, "batch requests are not supported")
     if not isinstance(payload, dict):

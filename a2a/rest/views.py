@@ -97,11 +97,11 @@ def _no_route(path: str, exc: NoRoute) -> HttpResponse:
 
 def _body(request: HttpRequest) -> dict[str, Any]:
     http_bodies.check_size(request.headers)
-    if not request.body:  # cancel, subscribe: POSTs that need no body may send none
+    if not http_bodies.body_of(request):  # cancel, subscribe: POSTs that need no body may send none
         return {}
     if (err := http_bodies.content_type_error(request.headers, "the body")) is not None:
         raise err
-    payload = http_bodies.json_of(request.body)
+    payload = http_bodies.json_of(http_bodies.body_of(request))
     if not isinstance(payload, dict):
         raise ProtocolError(INVALID_PARAMS, "the body must be a JSON object")
     return payload
