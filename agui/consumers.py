@@ -40,7 +40,7 @@ from ag_ui.core import ActivitySnapshotEvent, StateDeltaEvent, StateSnapshotEven
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from a2a import rate_limits
+from a2a import conf, rate_limits
 from a2a.auth import (
     Unauthenticated,
     authenticate,
@@ -49,25 +49,27 @@ from a2a.auth import (
     user_actor,
 )
 from a2a.services import Actor
-from agui import fanout, selectors, view
+from agui import backpressure, fanout, selectors, view
 from agui.models import AguiEvent, Interrupt
 
 log = logging.getLogger(__name__)
+OVERFLOW_CHUNK = 200  # tasks needing a person read at a time after the snapshot
 RATE_LIMITED = 4429  # the close code of a socket opened over its tenant's rate (4000 + 429)
 
 
 def _bundle(
     actor: Actor | None, focus: str | None = None
 ) -> tuple[int, selectors.Window, list[Interrupt]]:
-    """The opening snapshot, within the byte budget (but for the tasks that need a person:
-    `Window.overflow`), the counts over every task (`Window.counts`, sent after the
-    activities as a CUSTOM `taskdeck.counts`: outside the view's state, which deltas keep),
-    and the activities of its tasks; first the newest log row id, read before the
+    """The opening snapshot, within the byte budget (the tasks that need a person which do
+    not fit follow it: `Window.more`, read by `resync` after the snapshot went out), the
+    counts over every task (`Window.counts`, sent after the activities as a CUSTOM
+    `taskdeck.counts`: outside the view's state, which deltas keep), and the activities
+    of its tasks; first the newest log row id, read before the
     snapshot, so every row up to it had committed when the snapshot was read (on SQLite
     always; on PostgreSQL but for a late commit)."""
     top = fanout.newest_id()
     budget = view.limits().snapshot_bytes
-    window = selectors.window(max_bytes=budget, visible_to=actor, focus=focus)
+    window = selectors.window(max_bytes=budget, visible_to=actor, focus=focus, defer_overflow=True)
     window.counts = selectors.counts(actor)
     return top, window, selectors.pending_activities(window.versions, visible_to=actor)
 
@@ -128,15 +130,6 @@ def _principal_from_headers(headers: list[tuple[bytes, bytes]]) -> Actor | None:
     return None
 
 
-async def _let_it_write() -> None:
-    """One turn of the event loop between the opening's messages: Daphne's transport
-    writes to the kernel only when the loop turns, so an opening of many messages sent
-    without a turn would pile up in its buffer, and a large one (every task needing a
-    person, whatever the budget) trip the not-reading bound (dashboard/websocket_limits.py)
-    though its client reads."""
-    await asyncio.sleep(0)
-
-
 def _focus_of(query_string: bytes) -> str | None:
     """`?focus=<state or "paused">` of the socket's address; None when absent or no state."""
     values = parse_qs(query_string.decode("latin-1")).get("focus") or [""]
@@ -175,8 +168,10 @@ class ViewConsumer(AsyncWebsocketConsumer):
         await self.accept()
         self.queue = fanout.tailer().add()  # registered at once: `_drop` removes it
         await fanout.tailer().register_done(self.queue)
-        await self.resync()
-        self.pump = asyncio.ensure_future(self._pump())
+        opened = await self._open()
+        # the rest of the opening is the pump's first work, not connect's: a client that
+        # goes away (the disconnect is handled only once connect returned) cancels it
+        self.pump = asyncio.ensure_future(self._pump(opened))
         self.guard = asyncio.ensure_future(self._guard())
 
     async def __call__(self, scope, receive, send) -> None:
@@ -221,25 +216,59 @@ class ViewConsumer(AsyncWebsocketConsumer):
 
     async def resync(self) -> None:
         """A fresh snapshot; what was queued before it is dropped by version."""
+        await self._rest(await self._open())
+
+    async def _open(self) -> tuple[selectors.Window, int]:
+        """The opening's first part: the snapshot and its tasks' activities. Returns what
+        `_rest` sends on (the window, and which opening this is: a later resync's opening
+        ends an earlier one's rest)."""
         top, window, activities = await database_sync_to_async(_bundle)(self.who, self.focus)
-        self.versions: dict[str, int] = window.versions  # the tasks this socket holds
+        self.opening = getattr(self, "opening", 0) + 1
+        self.versions: dict[str, int] = dict(window.versions)  # the tasks this socket holds
         self.truncated = window.truncated
         self.decided = top  # rows up to here: the snapshot holds their task, or cut it
         self.counted = window.counts
         await self._send(StateSnapshotEvent(snapshot=window.snapshot).model_dump(by_alias=True))
-        # the tasks needing a person that did not fit: never cut, sent right after
-        for ops in window.overflow_deltas(view.limits().snapshot_bytes):
-            await self._send(StateDeltaEvent(delta=ops).model_dump(by_alias=True))
-            await _let_it_write()
-        for interrupt in activities:
+        await self._let_it_write()
+        await self._activities(activities)
+        return window, self.opening
+
+    async def _rest(self, opened: tuple[selectors.Window, int]) -> None:
+        """The opening's second part: the tasks needing a person that did not fit (never
+        cut), read and sent OVERFLOW_CHUNK at a time with their activities, paced by the
+        client; then the counts."""
+        window, opening = opened
+        budget = view.limits().snapshot_bytes
+        while chunk := await database_sync_to_async(window.more)(OVERFLOW_CHUNK):
+            if opening != self.opening:
+                return  # a resync since: its own opening holds them
+            chunk = [item for item in chunk if item[0] not in self.versions]  # joined since
+            for task_id, _, _ in chunk:
+                self.versions[task_id] = window.versions[task_id]
+            for ops in window.overflow_deltas(budget, chunk):
+                await self._send(StateDeltaEvent(delta=ops).model_dump(by_alias=True))
+                await self._let_it_write()
+            ids = [task_id for task_id, _, _ in chunk]
+            await self._activities(
+                await database_sync_to_async(selectors.pending_activities)(ids, self.who)
+            )
+        await self._send(fanout.counts_notice(window.counts))
+
+    async def _activities(self, interrupts: list[Interrupt]) -> None:
+        for interrupt in interrupts:
             event = ActivitySnapshotEvent(
                 message_id=interrupt.interrupt_id,
                 activity_type=interrupt.kind,
                 content=interrupt.content,
             )
             await self._send(event.model_dump(by_alias=True))
-            await _let_it_write()
-        await self._send(fanout.counts_notice(window.counts))
+            await self._let_it_write()
+
+    async def _let_it_write(self) -> None:
+        """Between the opening's messages: until what the server holds for this socket
+        has drained (agui/backpressure.py), so a long opening to a client that reads is
+        never taken for a client that does not (dashboard/websocket_limits.py)."""
+        await backpressure.drained(self.base_send, conf.VIEW.socket_buffer_bytes)
 
     async def _guard(self) -> None:
         """Close the socket (4401) once its key is revoked or its session has ended
@@ -253,7 +282,8 @@ class ViewConsumer(AsyncWebsocketConsumer):
                 await self.close(code=4401)
                 return
 
-    async def _pump(self) -> None:
+    async def _pump(self, opened: tuple[selectors.Window, int]) -> None:
+        await self._rest(opened)
         while True:
             rows = await self.queue.get()
             # far behind, or the log lost rows before they reached us (fanout.RESYNC)

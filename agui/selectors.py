@@ -96,15 +96,41 @@ class Window:
     truncated: bool = False
     overflow: list[tuple[str, dict[str, Any], list[tuple[str, dict]]]] = field(default_factory=list)
     counts: dict[str, Any] | None = None  # `counts()`, when the caller read them
+    # deferred overflow (`window(defer_overflow=True)`): where the read stopped, for `more`
+    rest: Iterator[tuple[str, Any, int]] | None = None
+    pending: dict[str, list[tuple[str, dict]]] = field(default_factory=dict)
 
-    def overflow_deltas(self, max_bytes: int) -> list[list[dict[str, Any]]]:
-        """The overflow as JSON Patch `add` lists, each within `max_bytes` (serialized,
-        RESERVE_BYTES kept for the event around it), one task's entry and its pending
-        requests never split."""
+    def more(self, n: int) -> list[tuple[str, dict[str, Any], list[tuple[str, dict]]]]:
+        """The next `n` tasks of a deferred overflow (tasks needing a person that did not
+        fit the snapshot), read on from where `window` stopped, newest first; [] once it
+        reached the first task that needs no one. Their versions join `versions` as read.
+        Read after the snapshot went out, so the snapshot's cost does not grow with the
+        number of tasks needing a person; a task that changed meanwhile is read as it is
+        now (its rows up to that version are then dropped, as for any held task) or, if
+        its change moved it past the walk, reaches the socket as a joining task."""
+        out: list[tuple[str, dict[str, Any], list[tuple[str, dict]]]] = []
+        while self.rest is not None and len(out) < n:
+            row = next(self.rest, None)
+            if row is None or row[1].get("status") not in view.NEEDS_PERSON:
+                self.rest = None
+                break
+            task_id, entry, version = row
+            self.versions[task_id] = version
+            out.append((task_id, entry, self.pending.get(task_id, [])))
+        return out
+
+    def overflow_deltas(
+        self,
+        max_bytes: int,
+        items: list[tuple[str, dict[str, Any], list[tuple[str, dict]]]] | None = None,
+    ) -> list[list[dict[str, Any]]]:
+        """The overflow (or these `items` of it, from `more`) as JSON Patch `add` lists,
+        each within `max_bytes` (serialized, RESERVE_BYTES kept for the event around it),
+        one task's entry and its pending requests never split."""
         batches: list[list[dict[str, Any]]] = []
         ops: list[dict[str, Any]] = []
         used = RESERVE_BYTES
-        for task_id, entry, mine in self.overflow:
+        for task_id, entry, mine in self.overflow if items is None else items:
             these = [{"op": "add", "path": view.task_path(task_id), "value": entry}]
             these += [{"op": "add", "path": view.pending_path(i), "value": p} for i, p in mine]
             cost = sum(_size(o) + 1 for o in these)
@@ -154,6 +180,7 @@ def window(
     first: str | None = None,
     live_only: bool = True,
     focus: str | None = None,
+    defer_overflow: bool = False,
 ) -> Window:
     """The view cut to `max_bytes` (serialized, with RESERVE_BYTES kept for the event).
 
@@ -179,6 +206,7 @@ def window(
     overflow: list[tuple[str, dict[str, Any], list[tuple[str, dict]]]] = []
     used = RESERVE_BYTES + _size({"view": {"tasks": {}, "pendingInterrupts": {}}})
     truncated = False
+    rest: Iterator[tuple[str, Any, int]] | None = None
     board = live_only and first is None and ids is None and context_id is None
     if board:
         # the board's (every socket's) window: read in its order from the index
@@ -199,6 +227,9 @@ def window(
             truncated = True
             if not board or entry.get("status") not in view.NEEDS_PERSON:
                 break  # (a run's thread: cut as it comes; its stream has no room for more)
+            if defer_overflow:  # the rest of them: Window.more, after the snapshot
+                rest = itertools.chain([(task_id, entry, version)], ordered)
+                break
             overflow.append((task_id, entry, mine))  # never cut: sent after the snapshot
             versions[task_id] = version
             continue
@@ -211,8 +242,14 @@ def window(
         board = live_only and ids is None and context_id is None
         total = _live_total(visible_to) if board else rows.count()
         shown = len(tasks) + len(overflow)
+        if rest is not None:  # every task needing a person will be held: count, not read
+            held = sum(1 for e in tasks.values() if e.get("status") in view.NEEDS_PERSON)
+            needing = _narrow(
+                ViewTask.objects.filter(IN_VIEW, status__in=view.NEEDS_PERSON), None, visible_to
+            )
+            shown += needing.count() - held
         result["truncated"] = {"shown": shown, "total": total, "maxBytes": max_bytes}
-    return Window(result, versions, truncated, overflow)
+    return Window(result, versions, truncated, overflow, rest=rest, pending=pending)
 
 
 _OPEN = sorted({str(s) for s in State} - set(view.FINISHED))

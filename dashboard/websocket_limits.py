@@ -52,12 +52,35 @@ def pending_bytes(transport) -> int:
     return held + getattr(transport, "_tempDataLen", 0)
 
 
+def unsent_for(send) -> int | None:
+    """What Daphne holds unsent for the socket whose ASGI `send` this is: Daphne hands each
+    application `functools.partial(server.handle_reply, protocol)` (daphne.server
+    `create_application`), so the protocol, and its transport, are in the partial's args;
+    Channels' session middleware wraps it (`InstanceSessionWrapper.send`, the original
+    kept as `real_send`). None for another server. Registered with agui.backpressure,
+    which paces a socket's long opening by it (so a client that reads is never taken for
+    one that does not)."""
+    for _ in range(8):  # middleware layers, unwrapped
+        for arg in getattr(send, "args", ()):
+            transport = getattr(arg, "transport", None)
+            if transport is not None and hasattr(arg, "handle_reply"):
+                return pending_bytes(transport)
+        send = getattr(getattr(send, "__self__", None), "real_send", None)
+        if send is None:
+            return None
+    return None
+
+
 def install() -> None:
     """Patch Daphne's WebSocket protocol as the docstring says (idempotent)."""
     global _installed
     if _installed:
         return
     from daphne.ws_protocol import WebSocketProtocol
+
+    from agui import backpressure
+
+    backpressure.set_reader(unsent_for)
 
     handle_reply = WebSocketProtocol.handle_reply
 

@@ -113,7 +113,7 @@ def test_daphne_still_sets_the_status_on_the_start_message_only():
     from twisted.web.http import Request
 
     assert list(inspect.signature(WebRequest.handle_reply).parameters) == ["self", "message"]
-    assert "self.setResponseCode(message[\"status\"])" in inspect.getsource(
+    assert 'self.setResponseCode(message["status"])' in inspect.getsource(
         WebRequest.handle_reply
     ), f"Daphne sets the status elsewhere now (dashboard/reason_phrase.py); {SEE}"
     assert "self.code_message" in inspect.getsource(Request.write), (
@@ -142,6 +142,15 @@ def test_daphnes_websocket_protocol_still_has_what_the_send_bound_wraps():
     assert {"code", "reason"} <= set(inspect.signature(Autobahn.sendClose).parameters)
     assert "self.closeHandshakeTimeout" in inspect.getsource(Autobahn.sendCloseFrame), (
         f"autobahn no longer reads the close grace from the protocol instance; {SEE}"
+    )
+    from channels.sessions import InstanceSessionWrapper
+    from daphne.server import Server
+
+    assert "send=partial(self.handle_reply, protocol)" in inspect.getsource(
+        Server.create_application
+    ), f"Daphne no longer hands the app partial(handle_reply, protocol); {SEE}"
+    assert "self.real_send = send" in inspect.getsource(InstanceSessionWrapper), (
+        f"Channels' session wrapper no longer keeps the server's send as real_send; {SEE}"
     )
     source = inspect.getsource(FileDescriptor)
     for name in ("self.dataBuffer", "self.offset", "self._tempDataLen"):

@@ -27,6 +27,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from a2a import api_keys, rate_limits
+from agui import backpressure
 from agui.consumers import RATE_LIMITED
 from dashboard import websocket_limits
 from dashboard.websocket_limits import NOT_READING
@@ -146,6 +147,9 @@ def test_a_socket_that_stops_reading_is_closed_with_a_reason(server, make_task, 
     # the server waits this long for the client to take its close frame (10 s in
     # production); here a bound for a loaded machine, not a timing
     monkeypatch.setattr(websocket_limits, "CLOSE_GRACE", 60.0)  # the forked server's
+    # an opening waits this long for a socket that does not drain before it sends on (and
+    # meets the bound): 5 s in production, shorter here as each resync's opening waits
+    monkeypatch.setattr(backpressure, "STALL_SECONDS", 0.5)
     for _ in range(60):
         make_task("working")  # a snapshot of some 25 KB
     base = server(TASKDECK_VIEW_SOCKET_BUFFER_BYTES="65536")
@@ -175,3 +179,35 @@ def test_a_socket_that_stops_reading_is_closed_with_a_reason(server, make_task, 
     assert closed.value.rcvd.code == NOT_READING == 4008
     assert closed.value.rcvd.reason == "client not reading: send buffer over 65536 bytes"
     until(lambda: health(base), {"open": 0, "readers": 0})
+
+
+def test_a_long_opening_to_a_client_that_reads_slowly_is_paced_not_closed(server, make_task):
+    """A board with far more tasks needing a person than its snapshot holds (40 operator
+    pauses of 24 KB: about 1 MB of `add` deltas after the snapshot, sixteen times the
+    64 KB bound here) opens whole for a client that reads, however slowly: the opening
+    waits for the socket to drain (agui/backpressure.py) instead of piling its messages
+    up in the server, which took such a client for one that stopped reading (4008) — as
+    at a million tasks, where 5,000 tasks needing a person overflowed the snapshot. A
+    client that stops reading is still closed (the test above)."""
+    from tests.agui.test_view_bound import pause_many
+
+    paused = pause_many(40, by_agent=False)
+    base = server(TASKDECK_VIEW_SOCKET_BUFFER_BYTES="65536")
+    headers = key("slow-reader", scopes=("read", "operator"))
+    port = int(base.rsplit(":", 1)[1])
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)  # the kernel holds little
+    held: set[str] = set()
+    with connect(ws_url(base), sock=sock, additional_headers=headers, max_queue=1) as ws:
+        while True:
+            event = json.loads(ws.recv(timeout=60))
+            if event["type"] == "STATE_SNAPSHOT":
+                held |= set(event["snapshot"]["view"]["tasks"])
+            elif event["type"] == "STATE_DELTA":
+                held |= {op["path"].rsplit("/", 1)[1] for op in event["delta"]}
+            elif event["type"] == "CUSTOM" and event["name"] == "taskdeck.counts":
+                break
+            # a reader slower than the server's loop: what it is given waits in the server
+            time.sleep(0.005)
+    assert set(paused) <= held
+    assert health(base, "websockets") == {"closedNotReading": 0}
