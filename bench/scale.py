@@ -32,7 +32,10 @@ the issue's target is at most 1.25x):
   tasks needing a person that did not fit it, their requests, then the counts event);
   once per size it prints what the board holds against the database (issue 29: every
   task waiting for input or paused by an operator on the board, counts equal the inbox);
-- inbox, audit: those dashboard pages (GET, the operator's session);
+- inbox, audit: those dashboard pages (GET, the operator's session); the board and the
+  inbox show the same at every size (`prepare`: WAITING approvals, a page and more, and
+  HELD operator pauses, more than the snapshot's budget), so full/empty is the cost of
+  the database's size, not of a fuller page;
 - timeline: the task page of one task with 2,000 timeline entries (progress reports);
 - search: the history page (/history, agui/search.py), the calls cycling through
   SEARCHES: a task's whole id and its short id (a task made before the fill), a word every
@@ -235,12 +238,19 @@ def coverage(bench: Bench) -> str:
 
 
 BASE = (DEEP_PAGES + 2) * 50  # the measuring tenant's completed tasks at every size
+WAITING = 60  # approvals waiting at every size: more than the inbox's page (50)
+HELD = 300  # operator pauses of ~2.5 KB at every size: more than the board's snapshot holds
+APPROVAL = {
+    "title": "Approve the rollout",
+    "fields": [{"name": "decision", "type": "approval", "required": True}],
+}
 
 
 def prepare(bench: Bench) -> dict:
     """Tasks every size's calls act on, made once before the first size: BASE completed
     tasks of the measuring tenant (through the services: so "empty" has enough for a
-    deep page), working ones to pause, and the task with the long timeline."""
+    deep page), working ones to pause, the task with the long timeline, and what fills
+    the board and the inbox at every size (WAITING, HELD)."""
     from a2a import services
     from a2a.auth import authenticate
 
@@ -267,6 +277,24 @@ def prepare(bench: Bench) -> dict:
     services.start_task(long, actor=agent)
     for i in range(TIMELINE_ENTRIES - 2):
         services.report_progress(long, i % 1000, 1000, actor=agent)
+    # The board and the inbox show the same at every size, so that their figures compare
+    # the database's size and not a fuller page: WAITING approvals (more than an inbox
+    # page) and HELD operator pauses (more than a snapshot's byte budget holds).
+    operator = services.Actor("operator", "scale")
+    for i in range(WAITING):
+        msg = services.IncomingMessage(
+            message_id=f"wait-{uuid.uuid4()}", parts=[{"kind": "text", "text": f"rollout {i}"}]
+        )
+        tid = services.create_task(msg, actor=bench.template_actor, skill="approval").id
+        services.start_task(tid, actor=agent)
+        services.request_input(tid, actor=agent, explanation="Approve?", request=APPROVAL)
+    for i in range(HELD):
+        msg = services.IncomingMessage(
+            message_id=f"held-{uuid.uuid4()}", parts=[{"kind": "text", "text": f"export {i}"}]
+        )
+        tid = services.create_task(msg, actor=bench.template_actor, skill="batch").id
+        services.start_task(tid, actor=agent)
+        services.pause_task(tid, actor=operator, reason="held for the freeze " * 80)
     return {"done": done, "working": working, "long": long}
 
 
