@@ -239,7 +239,8 @@ class ViewConsumer(AsyncWebsocketConsumer):
             )
             await self._send(event.model_dump(by_alias=True))
             await _let_it_write()
-        await self._send(fanout.counts_notice(window.counts))
+        notice = fanout.counts_notice(window.counts)
+        await self._send_text(notice.text, "CUSTOM")
 
     async def _guard(self) -> None:
         """Close the socket (4401) once its key is revoked or its session has ended
@@ -262,25 +263,24 @@ class ViewConsumer(AsyncWebsocketConsumer):
                     self.queue.get_nowait()
                 await self.resync()
                 continue
-            if isinstance(rows, dict):  # the Tailer's notices (CUSTOM taskdeck.lag / .counts)
-                if rows.get("name") == fanout.COUNTS_EVENT:
+            if isinstance(rows, fanout.Notice):  # CUSTOM taskdeck.lag / .counts
+                if rows.name == fanout.COUNTS_EVENT:
                     await self._counts(rows)
                 else:
-                    await self._send(rows)
+                    await self._send_text(rows.text, "CUSTOM")
                 continue
             await self._deliver(rows)
 
-    async def _counts(self, notice: dict[str, Any]) -> None:
+    async def _counts(self, notice: fanout.Notice) -> None:
         """The counts changed (agui/fanout.py reads them over every task, once a process):
         pass them on; a restricted key's socket reads its own tenant's instead."""
         if self.who.restricted:
             mine = await database_sync_to_async(selectors.counts)(self.who)
             notice = fanout.counts_notice(mine)
-        value = notice.get("value")
-        if value == self.counted:
+        if notice.value == self.counted:
             return
-        self.counted = value
-        await self._send(notice)
+        self.counted = notice.value
+        await self._send_text(notice.text, "CUSTOM")
 
     def _must_hold(self, status: str | None) -> bool:
         """Does a task in `status` belong in this socket's window however cut it is?"""

@@ -51,6 +51,7 @@ import os
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from ag_ui.core import CustomEvent
@@ -92,11 +93,26 @@ def in_reader_thread(fn):
     return database_sync_to_async(fn, thread_sensitive=False, executor=_reads[1])
 
 
-def lag_notice(seconds: float) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Notice:
+    """A CUSTOM event the Tailer hands every socket (the lag, the counts), with its JSON
+    text encoded once here: 100 sockets would otherwise encode it 100 times in the event
+    loop that also sends them the rows."""
+
+    name: str
+    value: Any
+    text: str
+
+
+def notice(name: str, value: Any) -> Notice:
+    event = CustomEvent(name=name, value=value).model_dump(by_alias=True, mode="json")
+    return Notice(name, event["value"], json.dumps(event, separators=(",", ":")))
+
+
+def lag_notice(seconds: float) -> Notice:
     """The CUSTOM event that tells a socket how far the view is behind (0: caught up);
     queued like rows and sent as it is (consumers.py)."""
-    event = CustomEvent(name=LAG_EVENT, value={"seconds": round(seconds, 1)})
-    return event.model_dump(by_alias=True, mode="json")
+    return notice(LAG_EVENT, {"seconds": round(seconds, 1)})
 
 
 # A log row as sockets get it: id, task id, task version, type, the event, and the event as
@@ -111,11 +127,10 @@ def encoded(rows: list[tuple[int, str, int, str, dict]]) -> list[Row]:
     return [(*row, json.dumps(row[4], separators=(",", ":"))) for row in rows]
 
 
-def counts_notice(counts: dict[str, Any]) -> dict[str, Any]:
+def counts_notice(counts: dict[str, Any]) -> Notice:
     """The CUSTOM event that gives a socket the counts over every task (the board's
     counts, the Inbox badge, the tab title), queued like rows (consumers.py)."""
-    event = CustomEvent(name=COUNTS_EVENT, value=counts)
-    return event.model_dump(by_alias=True, mode="json")
+    return notice(COUNTS_EVENT, counts)
 
 
 def _rows_after(low: int, seen: set[int]) -> tuple[list[Row], int]:
