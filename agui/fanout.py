@@ -48,6 +48,7 @@ import contextlib
 import json
 import logging
 import os
+import threading
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -55,11 +56,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ag_ui.core import CustomEvent
-from channels.db import database_sync_to_async
+from asgiref.sync import sync_to_async
+from django.db import InterfaceError, OperationalError, close_old_connections, connection
+from django.db.models import Subquery
 
 from a2a.notify import Listener
 from agui import projection, retention, selectors
-from agui.models import AguiEvent
+from agui.models import AguiEvent, LogRetention
 from agui.projector import TEXT, VIEW_GROUP
 
 log = logging.getLogger(__name__)
@@ -86,11 +89,44 @@ def in_reader_thread(fn):
     one), and a read queued behind 16 sends in flight waited 100-400 ms before it ran —
     most of commit -> STATE_DELTA under load (bench/agui_fanout.py --load 16). One thread,
     made per process (a forked server must not inherit an executor whose thread stayed
-    in its parent) and kept: the reader's reads are sequential anyway."""
+    in its parent) and kept: the reader's reads are sequential anyway. Its connection is
+    kept as `kept_connection` says."""
     global _reads
     if _reads is None or _reads[0] != os.getpid():
         _reads = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="agui-fanout"))
-    return database_sync_to_async(fn, thread_sensitive=False, executor=_reads[1])
+    return sync_to_async(kept_connection(fn), thread_sensitive=False, executor=_reads[1])
+
+
+FRESH_SECONDS = 1.0  # a connection used this recently is taken as alive, without a ping
+_used = threading.local()  # .at: when this thread's connection last served a read
+
+
+def kept_connection(fn):
+    """`fn` on this thread's connection, as channels' database_sync_to_async runs it (the
+    connection closed first when it outlived CONN_MAX_AGE or an error left it unusable),
+    but without the health check's `SELECT 1` before each use when the connection served
+    a read less than FRESH_SECONDS ago: the reader reads at every change, and that ping
+    was one more round trip to PostgreSQL between each commit and its STATE_DELTA. A
+    connection that died meanwhile (a restarted server) fails the read: it is then closed
+    and the read made once more on a new one, as the ping would have had it."""
+
+    def run(*args: Any) -> Any:
+        fresh = time.monotonic() - getattr(_used, "at", float("-inf")) < FRESH_SECONDS
+        close_old_connections()
+        if fresh and connection.connection is not None:
+            connection.health_check_done = True
+        try:
+            return fn(*args)
+        except (InterfaceError, OperationalError):
+            if not fresh or connection.in_atomic_block:
+                raise
+            connection.close()
+            return fn(*args)
+        finally:
+            _used.at = time.monotonic()
+            close_old_connections()
+
+    return run
 
 
 @dataclass(frozen=True)
@@ -133,25 +169,29 @@ def counts_notice(counts: dict[str, Any]) -> Notice:
     return notice(COUNTS_EVENT, counts)
 
 
+_HORIZON = Subquery(LogRetention.objects.filter(pk=1).values("horizon")[:1])
+
+
 def _rows_after(low: int, seen: set[int]) -> tuple[list[Row], int]:
-    """The rows after `low` but those in `seen`, then the retention's horizon. The window
-    behind the cursor is re-read as ids only, and only the rows not seen yet are read
-    whole: decoding the window's events at every read was most of an idle reader's CPU.
-    The horizon last: a row deleted before the rows were read is below the horizon read
-    after them, so the caller, which compares it with its cursor from before this read,
-    sees the gap. (Read the other way round, a row deleted between the two reads was
-    missing from these rows, and the next horizon would be compared with a cursor already
-    past it.) `seen` is only read here, while its owner awaits this call."""
-    ids = AguiEvent.objects.filter(id__gt=low).exclude(type=TEXT).order_by("id")
-    new = [i for i in ids.values_list("id", flat=True)[:5000] if i not in seen]
-    rows = []
-    if new:
-        rows = encoded(
-            AguiEvent.objects.filter(id__in=new)
-            .order_by("id")
-            .values_list("id", "task_id", "version", "type", "event")
-        )
-    return rows, retention.horizon()
+    """The rows after `low` but those in `seen`, and the retention's horizon: one
+    statement, so one round trip between a poke and the sockets (it was three). Only the
+    rows not seen yet are read whole: decoding the window's events at every read was most
+    of an idle reader's CPU. The horizon comes with the rows, from the same snapshot (one
+    statement sees one, on PostgreSQL and SQLite alike, and the retention deletes rows and
+    raises the horizon in one transaction): a row deleted before it is absent from the
+    rows and at or below the horizon, so the caller, which compares the horizon with its
+    cursor from before this read, sees the gap. With no row to carry it, the horizon is
+    read by itself, after the rows (a row deleted between the two reads is then below it).
+    `seen` is only read here, while its owner awaits this call."""
+    skip = [i for i in seen if i > low]
+    found = AguiEvent.objects.filter(id__gt=low).exclude(type=TEXT)
+    if skip:
+        found = found.exclude(id__in=skip)
+    found = found.annotate(horizon=_HORIZON).order_by("id")
+    rows = list(found.values_list("id", "task_id", "version", "type", "event", "horizon")[:5000])
+    if not rows:
+        return [], retention.horizon()
+    return encoded([row[:5] for row in rows]), rows[0][5] or 0
 
 
 def newest_id() -> int:

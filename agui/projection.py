@@ -65,6 +65,7 @@ SWEEP_TASKS = 200  # tasks per sweep: a backlog drains in steps
 AGAIN_ROUNDS = 3  # a pass looks again this often for what committed while it held tasks
 CATCH_UP_SECONDS = 1.0  # the most an operator's request waits for a pass in flight
 EXIT_SECONDS = 2.0  # a process that exits projects what it has not yet, this long at most
+FRESH_SECONDS = 1.0  # a connection used this recently is taken as alive, without a ping
 # A task whose pass failed (an event it cannot project, a database error) rests this long
 # before the sweep tries it again, twice as long after each failure, up to RETRY_MAX_SECONDS:
 # the sweep runs at every scheduler tick, and must neither log a failure four times a second
@@ -104,9 +105,12 @@ def _claim(task_ids: list[str], wait: bool) -> list[str]:
                     "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [LOCK_CLASS, task_id]
                 )
             return task_ids
+        # only tasks still due: `project` read that beforehand on SQLite; here it is the
+        # same statement as the claim (one round trip less between a commit and its view)
         cursor.execute(
             "SELECT t FROM unnest(%s::text[]) AS t "
-            "WHERE pg_try_advisory_xact_lock(%s, hashtext(t))",
+            f"WHERE EXISTS (SELECT 1 FROM {ProjectionDue._meta.db_table} AS d "
+            "WHERE d.task_id = t) AND pg_try_advisory_xact_lock(%s, hashtext(t))",
             [task_ids, LOCK_CLASS],
         )
         held = {row[0] for row in cursor.fetchall()}
@@ -329,7 +333,9 @@ def project(task_ids: Iterable[str], *, wait: bool = False) -> set[str]:
     # Only tasks with due rows, read outside any write transaction: a task projected since
     # it was handed over (three events of one transaction wake three times; another
     # process's pass took it) costs this read, not a pass (on SQLite: not the write lock).
-    todo = _still_due(sorted(set(task_ids)))
+    # On PostgreSQL a pass that does not wait reads it in its claim instead (`_claim`).
+    ids = sorted(set(task_ids))
+    todo = ids if _postgres() and not wait else _still_due(ids)
     done: set[str] = set()
     for _ in range(AGAIN_ROUNDS if _postgres() else 1):
         held: list[str] = []
@@ -514,6 +520,7 @@ class Projector:
             except Exception:
                 log.exception("the projector's first sweep failed; the scheduler's will retry")
                 connection.close()
+        passed_at = float("-inf")
         while True:
             self.woken.wait()
             self.woken.clear()
@@ -521,6 +528,13 @@ class Projector:
                 ids = self.take()
                 if not ids:
                     continue
+                # A connection that served a pass a moment ago is taken as alive: no
+                # health-check ping (CONN_HEALTH_CHECKS) before this pass, one round trip
+                # less between the writer's commit and its view change. One that died in
+                # that moment fails the pass as a connection dropped mid-pass does: logged,
+                # closed, its tasks left due for the next wake or the sweep.
+                if time.monotonic() - passed_at < FRESH_SECONDS and connection.connection:
+                    connection.health_check_done = True
                 try:
                     project(ids)
                     self.passes += 1
@@ -529,6 +543,7 @@ class Projector:
                     log.exception("projecting %d task(s) failed; the sweep will retry", len(ids))
                     connection.close()
                 close_old_connections()
+                passed_at = time.monotonic()
 
     def drain(self) -> None:
         """At exit: let the thread's pass in flight end, then project what was handed over
