@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -58,7 +59,6 @@ from typing import Any
 from ag_ui.core import CustomEvent
 from asgiref.sync import sync_to_async
 from django.db import InterfaceError, OperationalError, close_old_connections, connection
-from django.db.models import Subquery
 
 from a2a.notify import Listener
 from agui import projection, retention, selectors
@@ -169,7 +169,23 @@ def counts_notice(counts: dict[str, Any]) -> Notice:
     return notice(COUNTS_EVENT, counts)
 
 
-_HORIZON = Subquery(LogRetention.objects.filter(pk=1).values("horizon")[:1])
+@functools.cache
+def _rows_sql(vendor: str) -> str:
+    """The reader's one statement (`_rows_after`), in SQL of its own: built once, the same
+    text at every read (so compiled and planned once), with the ids already seen as one
+    parameter — the ORM's `exclude(id__in=…)` built and compiled a placeholder for each of
+    the window's ids at every read: 1.9 ms of CPU against 0.6 for the reads it replaced."""
+    events, kept = AguiEvent._meta.db_table, LogRetention._meta.db_table
+    if vendor == "postgresql":
+        skip = "NOT (e.id = ANY(%s))"
+    else:  # SQLite: the ids as a JSON array
+        skip = "e.id NOT IN (SELECT value FROM json_each(%s))"
+    return (
+        f"SELECT e.id, e.task_id, e.task_version, e.type, e.event, "
+        f"(SELECT r.horizon FROM {kept} AS r WHERE r.id = 1) "
+        f"FROM {events} AS e WHERE e.id > %s AND e.type <> %s AND {skip} "
+        f"ORDER BY e.id LIMIT 5000"
+    )
 
 
 def _rows_after(low: int, seen: set[int]) -> tuple[list[Row], int]:
@@ -184,14 +200,20 @@ def _rows_after(low: int, seen: set[int]) -> tuple[list[Row], int]:
     read by itself, after the rows (a row deleted between the two reads is then below it).
     `seen` is only read here, while its owner awaits this call."""
     skip = [i for i in seen if i > low]
-    found = AguiEvent.objects.filter(id__gt=low).exclude(type=TEXT)
-    if skip:
-        found = found.exclude(id__in=skip)
-    found = found.annotate(horizon=_HORIZON).order_by("id")
-    rows = list(found.values_list("id", "task_id", "version", "type", "event", "horizon")[:5000])
-    if not rows:
+    postgres = connection.vendor == "postgresql"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _rows_sql(connection.vendor),
+            [low, TEXT, skip if postgres else json.dumps(skip)],
+        )
+        found = cursor.fetchall()
+    if not found:
         return [], retention.horizon()
-    return encoded([row[:5] for row in rows]), rows[0][5] or 0
+    rows = [
+        (row_id, task_id, version, kind, json.loads(event) if isinstance(event, str) else event)
+        for row_id, task_id, version, kind, event, _ in found
+    ]
+    return encoded(rows), found[0][5] or 0
 
 
 def newest_id() -> int:
