@@ -107,7 +107,7 @@ def in_reader_thread(fn):
     return sync_to_async(kept_connection(fn), thread_sensitive=False, executor=_reads[1])
 
 
-FRESH_SECONDS = 1.0  # a connection used this recently is taken as alive, without a ping
+FRESH_SECONDS = projection.FRESH_SECONDS  # a connection used this recently: no ping
 _used = threading.local()  # .at: when this thread's connection last served a read
 
 
