@@ -101,7 +101,7 @@ def make_changes(task_id: str, changes: int) -> None:
     a database query, an announcement, and a pause and resume of another task, projected
     by the process's projector thread before the first timed change (so that change does
     not pay the thread's start: its connection, its start-up sweep, the first compilation
-    of the pass's statements — what a cold process's first change pays, 20-35 ms here)."""
+    of the pass's statements — what a cold process's first change pays, 20-40 ms here)."""
     import django
 
     django.setup()
