@@ -43,11 +43,17 @@ def projected() -> bool:
     return _projected
 
 
-def subscribe(fn: Subscriber, *, on_commit: bool = False) -> Subscriber:
-    """Register `fn`; registering the same function twice is a no-op (ready() may rerun)."""
+def subscribe(fn: Subscriber, *, on_commit: bool = False, first: bool = False) -> Subscriber:
+    """Register `fn`; registering the same function twice is a no-op (ready() may rerun).
+    `first`: before the subscribers already registered (the AG-UI projection's hand-over,
+    which costs the writer a set insertion: the projector thread should not wait behind
+    an announcement's round trip to Redis)."""
     target = _on_commit if on_commit else _in_transaction
     if fn not in target:
-        target.append(fn)
+        if first:
+            target.insert(0, fn)
+        else:
+            target.append(fn)
     return fn
 
 

@@ -21,7 +21,9 @@ class AguiConfig(AppConfig):
         from agui import fanout, projection, projector, retention
 
         events.set_projected(True)  # writers record ProjectionDue rows from now on
-        events.subscribe(projection.wake, on_commit=True)
+        # before a2a's announcement: the projector thread starts on the change while the
+        # writer still waits for Redis (bench/agui_fanout.py: commit -> STATE_DELTA)
+        events.subscribe(projection.wake, on_commit=True, first=True)
         periodic.register(projection.sweep)  # what a process that died left unprojected
         periodic.register(projector.evict_now_and_then)  # the scheduler runs it
         periodic.register(retention.prune_now_and_then)  # …and the log's retention

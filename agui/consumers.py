@@ -25,12 +25,15 @@ once with 4429 and a reason saying when to retry. Every socket shares the proces
 reader (agui/fanout.py), and what a socket leaves behind is removed however it ends (even
 when Daphne cancels a consumer still opening: `__call__`). A socket that stops reading is
 closed by the server (dashboard/websocket_limits.py: 4008 once its send buffer passes
-TASKDECK_VIEW_SOCKET_BUFFER_BYTES), not buffered for without end.
+TASKDECK_VIEW_SOCKET_BUFFER_BYTES), not buffered for without end. Revoked keys and ended
+sessions are looked for once per caller per REVALIDATE_SECONDS for all the process's
+sockets (`Guards`), not once per socket.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from typing import Any
@@ -136,6 +139,69 @@ def _focus_of(query_string: bytes) -> str | None:
     return values[0] if view.focus_states(values[0]) else None
 
 
+Caller = tuple[str, ...]  # who a check is for: ("session", key) or (kind, name)
+
+
+class Guards:
+    """Close every socket of this process whose key was revoked or whose session ended
+    (logout, expiry), with 4401, within REVALIDATE_SECONDS: one check per caller per period
+    however many sockets it holds, not one per socket. (Each socket checked for itself:
+    100 dashboards of one key made 100 reads every 5 s, each its own hop to a thread in
+    the event loop that sends every socket its changes; 1,000, 200 reads a second.) One
+    loop per process, started by the first socket and ended with the last; a failed
+    check (the database away) is logged and made again at the next period."""
+
+    def __init__(self) -> None:
+        self.sockets: dict[Caller, set[ViewConsumer]] = {}
+        self.callers: dict[Caller, tuple[Actor, str | None]] = {}
+        self.task: asyncio.Task | None = None
+
+    def add(self, socket: ViewConsumer, session_key: str | None) -> None:
+        who = socket.who
+        caller = ("session", session_key) if session_key else (who.kind, who.name)
+        socket.caller = caller
+        self.sockets.setdefault(caller, set()).add(socket)
+        self.callers.setdefault(caller, (who, session_key))
+        loop = asyncio.get_running_loop()
+        if self.task is None or self.task.done() or self.task.get_loop() is not loop:
+            self.task = loop.create_task(self._run())
+
+    def discard(self, socket: ViewConsumer) -> None:
+        caller = getattr(socket, "caller", None)
+        held = self.sockets.get(caller)
+        if held is None:
+            return
+        held.discard(socket)
+        if not held:
+            del self.sockets[caller]
+            self.callers.pop(caller, None)
+
+    async def _run(self) -> None:
+        while self.sockets:
+            await asyncio.sleep(revalidate_seconds())  # a period, not a synchronisation
+            callers = dict(self.callers)
+            if not callers:
+                continue
+            try:
+                alive = await database_sync_to_async(_still_valid)(callers)
+            except Exception:
+                log.warning("re-checking the AG-UI sockets' callers failed", exc_info=True)
+                continue
+            for caller, ok in alive.items():
+                if not ok:
+                    for socket in list(self.sockets.get(caller, ())):
+                        self.discard(socket)
+                        with contextlib.suppress(Exception):  # gone meanwhile
+                            await socket.close(code=4401)
+
+
+def _still_valid(callers: dict[Caller, tuple[Actor, str | None]]) -> dict[Caller, bool]:
+    return {caller: still_valid(who, key) for caller, (who, key) in callers.items()}
+
+
+guards = Guards()
+
+
 class ViewConsumer(AsyncWebsocketConsumer):
     # No channel of its own: the process's Tailer is the one listener on the layer. A
     # channel per socket would mean one Redis receive per socket, which times out under
@@ -172,7 +238,9 @@ class ViewConsumer(AsyncWebsocketConsumer):
         # the rest of the opening is the pump's first work, not connect's: a client that
         # goes away (the disconnect is handled only once connect returned) cancels it
         self.pump = asyncio.ensure_future(self._pump(opened))
-        self.guard = asyncio.ensure_future(self._guard())
+        session = self.scope.get("session")
+        key = getattr(session, "session_key", None) if self.who.kind == "operator" else None
+        guards.add(self, key)
 
     async def __call__(self, scope, receive, send) -> None:
         """Whatever ends the consumer (its socket closed, or Daphne cancelling one that is
@@ -191,8 +259,7 @@ class ViewConsumer(AsyncWebsocketConsumer):
             fanout.tailer().unregister(self.queue)
         if hasattr(self, "pump"):
             self.pump.cancel()
-        if hasattr(self, "guard"):
-            self.guard.cancel()
+        guards.discard(self)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None):
         try:
@@ -252,7 +319,8 @@ class ViewConsumer(AsyncWebsocketConsumer):
             await self._activities(
                 await database_sync_to_async(selectors.pending_activities)(ids, self.who)
             )
-        await self._send(fanout.counts_notice(window.counts))
+        notice = fanout.counts_notice(window.counts)
+        await self._send_text(notice.text, "CUSTOM")
 
     async def _activities(self, interrupts: list[Interrupt]) -> None:
         for interrupt in interrupts:
@@ -270,18 +338,6 @@ class ViewConsumer(AsyncWebsocketConsumer):
         never taken for a client that does not (dashboard/websocket_limits.py)."""
         await backpressure.drained(self.base_send, conf.VIEW.socket_buffer_bytes)
 
-    async def _guard(self) -> None:
-        """Close the socket (4401) once its key is revoked or its session has ended
-        (logout, expiry): checked every REVALIDATE_SECONDS."""
-        session = self.scope.get("session")
-        key = getattr(session, "session_key", None) if self.who.kind == "operator" else None
-        while True:
-            await asyncio.sleep(revalidate_seconds())  # a period, not a synchronisation
-            alive = await database_sync_to_async(still_valid)(self.who, key)
-            if not alive:
-                await self.close(code=4401)
-                return
-
     async def _pump(self, opened: tuple[selectors.Window, int]) -> None:
         await self._rest(opened)
         while True:
@@ -292,25 +348,24 @@ class ViewConsumer(AsyncWebsocketConsumer):
                     self.queue.get_nowait()
                 await self.resync()
                 continue
-            if isinstance(rows, dict):  # the Tailer's notices (CUSTOM taskdeck.lag / .counts)
-                if rows.get("name") == fanout.COUNTS_EVENT:
+            if isinstance(rows, fanout.Notice):  # CUSTOM taskdeck.lag / .counts
+                if rows.name == fanout.COUNTS_EVENT:
                     await self._counts(rows)
                 else:
-                    await self._send(rows)
+                    await self._send_text(rows.text, "CUSTOM")
                 continue
             await self._deliver(rows)
 
-    async def _counts(self, notice: dict[str, Any]) -> None:
+    async def _counts(self, notice: fanout.Notice) -> None:
         """The counts changed (agui/fanout.py reads them over every task, once a process):
         pass them on; a restricted key's socket reads its own tenant's instead."""
         if self.who.restricted:
             mine = await database_sync_to_async(selectors.counts)(self.who)
             notice = fanout.counts_notice(mine)
-        value = notice.get("value")
-        if value == self.counted:
+        if notice.value == self.counted:
             return
-        self.counted = value
-        await self._send(notice)
+        self.counted = notice.value
+        await self._send_text(notice.text, "CUSTOM")
 
     def _must_hold(self, status: str | None) -> bool:
         """Does a task in `status` belong in this socket's window however cut it is?"""

@@ -46,7 +46,7 @@ from collections.abc import Iterable
 from datetime import timedelta
 
 from django.db import close_old_connections, connection, transaction
-from django.db.models import Min, Q
+from django.db.models import Min, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from a2a import conf
@@ -65,6 +65,7 @@ SWEEP_TASKS = 200  # tasks per sweep: a backlog drains in steps
 AGAIN_ROUNDS = 3  # a pass looks again this often for what committed while it held tasks
 CATCH_UP_SECONDS = 1.0  # the most an operator's request waits for a pass in flight
 EXIT_SECONDS = 2.0  # a process that exits projects what it has not yet, this long at most
+FRESH_SECONDS = 1.0  # a connection used this recently is taken as alive, without a ping
 # A task whose pass failed (an event it cannot project, a database error) rests this long
 # before the sweep tries it again, twice as long after each failure, up to RETRY_MAX_SECONDS:
 # the sweep runs at every scheduler tick, and must neither log a failure four times a second
@@ -104,9 +105,12 @@ def _claim(task_ids: list[str], wait: bool) -> list[str]:
                     "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [LOCK_CLASS, task_id]
                 )
             return task_ids
+        # only tasks still due: `project` read that beforehand on SQLite; here it is the
+        # same statement as the claim (one round trip less between a commit and its view)
         cursor.execute(
             "SELECT t FROM unnest(%s::text[]) AS t "
-            "WHERE pg_try_advisory_xact_lock(%s, hashtext(t))",
+            f"WHERE EXISTS (SELECT 1 FROM {ProjectionDue._meta.db_table} AS d "
+            "WHERE d.task_id = t) AND pg_try_advisory_xact_lock(%s, hashtext(t))",
             [task_ids, LOCK_CLASS],
         )
         held = {row[0] for row in cursor.fetchall()}
@@ -119,13 +123,24 @@ def _claim(task_ids: list[str], wait: bool) -> list[str]:
 _DUE = Prepared(
     lambda task: ProjectionDue.objects.filter(task_id=task).values_list("task_id")[:1], "task"
 )
+# The task with its status message, its suspension, its view row and its newest AG-UI run
+# (the entry's lastRunId): one statement, one snapshot, one round trip (three before). A run's
+# row commits with the writes it made (agui.bridge), so the newest run read with the task is
+# the one that wrote its events up to the version read.
 _TASK = Prepared(
-    lambda id: Task.objects.select_related("status_message", "current_suspension").filter(pk=id)[
-        :1
-    ],
+    lambda id: (
+        Task.objects.select_related("status_message", "current_suspension", "viewtask")
+        .annotate(
+            newest_run=Subquery(
+                AguiRun.objects.filter(task_id=OuterRef("pk"))
+                .order_by("-started_at", "-run_id")
+                .values("run_id")[:1]
+            )
+        )
+        .filter(pk=id)[:1]
+    ),
     "id",
 )
-_VIEW = Prepared(lambda task: ViewTask.objects.filter(task_id=task)[:1], "task")
 _EVENTS_AFTER_ID = Prepared(
     lambda task, after, upto: TaskEvent.objects.filter(
         task_id=task, id__gt=after, task_version__lte=upto
@@ -151,14 +166,6 @@ _MESSAGE = Prepared(
     ints=("seq",),
 )
 _SUSPENSION = Prepared(lambda handle: Suspension.objects.filter(handle=handle)[:1], "handle")
-_NEWEST_RUN = Prepared(
-    lambda task: (
-        AguiRun.objects.filter(task_id=task)
-        .order_by("-started_at", "-run_id")
-        .values_list("run_id")[:1]
-    ),
-    "task",
-)
 _CONSUME = f"DELETE FROM {ProjectionDue._meta.db_table} WHERE task_id = %s AND task_version <= %s"
 
 
@@ -232,12 +239,13 @@ def _refs(plans: list[tuple[Task, ViewTask | None, list[TaskEvent]]]) -> project
     return refs
 
 
-def _runs(task_ids: list[str]) -> dict[str, str]:
+def _runs(tasks: list[Task]) -> dict[str, str]:
     """Each task's newest AG-UI run: the entry's lastRunId (a run's row commits with the
-    writes it made, agui.bridge)."""
-    if len(task_ids) == 1:
-        run = _NEWEST_RUN.first(task=task_ids[0])
-        return {task_ids[0]: run[0]} if run is not None else {}
+    writes it made, agui.bridge). A task read alone (`_TASK`) came with it."""
+    if len(tasks) == 1 and hasattr(tasks[0], "newest_run"):
+        run = tasks[0].newest_run
+        return {tasks[0].pk: run} if run is not None else {}
+    task_ids = [task.pk for task in tasks]
     newest: dict[str, str] = {}
     rows = AguiRun.objects.filter(task_id__in=task_ids).order_by("started_at", "run_id")
     for task_id, run_id in rows.values_list("task_id", "run_id"):
@@ -264,7 +272,7 @@ def _pass(task_ids: list[str], wait: bool) -> list[str]:
                 plans.append((task, views.get(task_id), events))
         rows: list = []
         if plans:
-            refs, runs = _refs(plans), _runs([p[0].pk for p in plans])
+            refs, runs = _refs(plans), _runs([p[0] for p in plans])
             # the search documents (agui/search.py): the same pass, the same transaction
             search.index(plans, refs.message)
             for task, current, events in plans:
@@ -284,11 +292,14 @@ def _pass(task_ids: list[str], wait: bool) -> list[str]:
 def _tasks_and_views(held: list[str]) -> tuple[dict[str, Task], dict[str, ViewTask]]:
     """The tasks (with their status message and suspension) and their view rows."""
     if len(held) == 1:
-        task, current = _TASK.first(id=held[0]), _VIEW.first(task=held[0])
-        return (
-            {task.pk: task} if task is not None else {},
-            {current.task_id: current} if current is not None else {},
-        )
+        task = _TASK.first(id=held[0])
+        if task is None:
+            return {}, {}
+        try:
+            current = task.viewtask  # read with the task (None cached when it has none)
+        except ViewTask.DoesNotExist:
+            return {task.pk: task}, {}
+        return {task.pk: task}, {task.pk: current}
     related = ("status_message", "current_suspension")
     tasks = {t.pk: t for t in Task.objects.filter(pk__in=held).select_related(*related)}
     return tasks, {v.task_id: v for v in ViewTask.objects.filter(task_id__in=held)}
@@ -329,7 +340,9 @@ def project(task_ids: Iterable[str], *, wait: bool = False) -> set[str]:
     # Only tasks with due rows, read outside any write transaction: a task projected since
     # it was handed over (three events of one transaction wake three times; another
     # process's pass took it) costs this read, not a pass (on SQLite: not the write lock).
-    todo = _still_due(sorted(set(task_ids)))
+    # On PostgreSQL a pass that does not wait reads it in its claim instead (`_claim`).
+    ids = sorted(set(task_ids))
+    todo = ids if _postgres() and not wait else _still_due(ids)
     done: set[str] = set()
     for _ in range(AGAIN_ROUNDS if _postgres() else 1):
         held: list[str] = []
@@ -514,6 +527,7 @@ class Projector:
             except Exception:
                 log.exception("the projector's first sweep failed; the scheduler's will retry")
                 connection.close()
+        passed_at = float("-inf")
         while True:
             self.woken.wait()
             self.woken.clear()
@@ -521,6 +535,13 @@ class Projector:
                 ids = self.take()
                 if not ids:
                     continue
+                # A connection that served a pass a moment ago is taken as alive: no
+                # health-check ping (CONN_HEALTH_CHECKS) before this pass, one round trip
+                # less between the writer's commit and its view change. One that died in
+                # that moment fails the pass as a connection dropped mid-pass does: logged,
+                # closed, its tasks left due for the next wake or the sweep.
+                if time.monotonic() - passed_at < FRESH_SECONDS and connection.connection:
+                    connection.health_check_done = True
                 try:
                     project(ids)
                     self.passes += 1
@@ -529,6 +550,7 @@ class Projector:
                     log.exception("projecting %d task(s) failed; the sweep will retry", len(ids))
                     connection.close()
                 close_old_connections()
+                passed_at = time.monotonic()
 
     def drain(self) -> None:
         """At exit: let the thread's pass in flight end, then project what was handed over

@@ -1,8 +1,9 @@
 """Shared set-up for the benchmarks: a throwaway database, Django in this process, and a
 Daphne server (plus workers if asked) in child processes against the same database.
 
-`--scale-out` uses PostgreSQL + Redis (a fresh database `taskdeck_bench`), otherwise SQLite
-and the in-memory channel layer, whose processes hear each other through the local
+`--scale-out` uses PostgreSQL + Redis (a fresh database `taskdeck_bench` and Redis db 5, or
+BENCH_PG_DB and BENCH_REDIS_URL when set: benches run side by side must not share them),
+otherwise SQLite and the in-memory channel layer, whose processes hear each other through the local
 wake-ups in the temporary directory's wake/ (a2a/localwake.py).
 """
 
@@ -43,10 +44,18 @@ def configure(scale_out: bool) -> dict[str, str]:
         "TASKDECK_RATE_SOCKET": "0",
     }
     if scale_out:
-        fresh_db("taskdeck_bench")
-        env.update(DATABASE_URL=PG_BENCH, REDIS_URL=REDIS)
+        fresh_db(bench_db())
+        env.update(
+            DATABASE_URL=pg_url(bench_db()), REDIS_URL=os.environ.get("BENCH_REDIS_URL", REDIS)
+        )
     os.environ.update(env)
     return dict(os.environ)
+
+
+def bench_db() -> str:
+    """The PostgreSQL database a `--scale-out` bench makes and drops: BENCH_PG_DB, or
+    `taskdeck_bench`."""
+    return os.environ.get("BENCH_PG_DB") or "taskdeck_bench"
 
 
 def free_port() -> int:
@@ -95,7 +104,7 @@ def drop_db(name: str) -> None:
 
 def drop_bench_db() -> None:
     """Drop the database that configure(scale_out=True) made."""
-    drop_db("taskdeck_bench")
+    drop_db(bench_db())
 
 
 def wait_for_port(port: int, proc: subprocess.Popen, what: str, timeout: float = 30) -> None:

@@ -140,6 +140,27 @@ def test_a_revoked_keys_socket_is_closed(asgi_server, key):
         assert closed_with(ws) == 4401
 
 
+def test_revoking_a_key_closes_each_of_its_sockets_and_no_other(asgi_server, key):
+    """The server checks once per key for all its sockets (agui.consumers.Guards): every
+    socket of the revoked key is closed, another key's socket carries on."""
+    _, other = api_keys.create_key("spared", ["read"])
+    url, origin = ws_url(asgi_server), {"Origin": "http://127.0.0.1"}
+    with (
+        connect(url, additional_headers={**origin, "Authorization": f"Bearer {key}"}) as one,
+        connect(url, additional_headers={**origin, "Authorization": f"Bearer {key}"}) as two,
+        connect(url, additional_headers={**origin, "Authorization": f"Bearer {other}"}) as kept,
+    ):
+        for ws in (one, two, kept):
+            assert json.loads(ws.recv(timeout=BOUND))["type"] == "STATE_SNAPSHOT"
+        assert api_keys.revoke("doomed")
+        assert closed_with(one) == 4401
+        assert closed_with(two) == 4401
+        kept.send(json.dumps({"type": "resync"}))  # still served, after the closes
+        event = json.loads(kept.recv(timeout=BOUND))
+        while event["type"] != "STATE_SNAPSHOT":
+            event = json.loads(kept.recv(timeout=BOUND))
+
+
 def test_signing_out_closes_the_dashboards_socket(asgi_server, operator):
     browser = Client()
     browser.force_login(operator)

@@ -72,6 +72,8 @@ def test_interrupt_then_resume_to_completion(runtime, rpc):
     # a snapshot right before the interrupt, holding the pending interrupt
     assert events[-2]["type"] == "STATE_SNAPSHOT"
     assert interrupt["id"] in events[-2]["snapshot"]["view"]["pendingInterrupts"]
+    # the entry names the run that made its changes (the projection's newest run)
+    assert events[-2]["snapshot"]["view"]["tasks"][task_id]["lastRunId"] == run_id
     activity = next(e for e in events if e["type"] == "ACTIVITY_SNAPSHOT")
     assert activity["messageId"] == interrupt["id"]
     assert activity["content"]["stage"] == "awaiting_input"
@@ -99,6 +101,8 @@ def test_interrupt_then_resume_to_completion(runtime, rpc):
         if op["path"] == "/stage"
     ]
     assert stages[-1] == "completed", stages
+    last = [e for e in events2 if e["type"] == "STATE_SNAPSHOT"][-1]
+    assert last["snapshot"]["view"]["tasks"][task_id]["lastRunId"] == run2
     assert Task.objects.get(pk=task_id).state == "completed"
     assert AguiRun.objects.get(run_id=run_id).outcome == "interrupt"
     assert AguiRun.objects.get(run_id=run2).outcome == "success"
