@@ -145,6 +145,71 @@ _STARTED = pytest.StashKey[float]()
 _LOG_LINES = 15
 
 
+def discard_connections_left_mid_command() -> list[str]:
+    """Close this thread's PostgreSQL connections that are still in the middle of a
+    command, after cancelling that command on the server; return their aliases.
+
+    Why: pytest-timeout interrupts a test with an exception raised from its SIGALRM
+    handler, usually while the test polls the database (tests/runtime's wait_for), so the
+    query is sent and its result never read. psycopg then refuses every later statement on
+    that connection ("another command is already in progress"): the test's flush, and
+    every test after it in the process, would fail. Closing alone is not enough: the
+    server would keep running the statement (and holding its locks) until it ends, so it
+    is cancelled first. Django reconnects on the next query (or, inside an atomic block,
+    once the block is left: BaseDatabaseWrapper.close)."""
+    from psycopg.pq import TransactionStatus
+
+    broken = (TransactionStatus.ACTIVE, TransactionStatus.UNKNOWN)
+    discarded = []
+    for conn in connections.all(initialized_only=True):
+        raw = conn.connection
+        if conn.vendor != "postgresql" or raw is None or raw.closed:
+            continue
+        if raw.info.transaction_status not in broken:
+            continue
+        with contextlib.suppress(Exception):  # a dead connection has nothing to cancel
+            raw.cancel_safe(timeout=5)
+        try:
+            conn.close()
+        except Exception:  # the socket may be gone already: Django's bookkeeping matters
+            with contextlib.suppress(Exception):
+                raw.close()
+            if not conn.in_atomic_block:
+                conn.connection = None
+        discarded.append(conn.alias)
+    return discarded
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    """A connection left mid-command by the previous test's teardown is not this test's."""
+    _discard_for(item, "setup")
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """Before the test's fixtures are torn down (pytest-django's flush uses the connection)
+    and after: a test interrupted mid-query (a timeout) fails alone, not every test after
+    it (discard_connections_left_mid_command says why)."""
+    _discard_for(item, "teardown")
+    try:
+        return (yield)
+    finally:
+        _discard_for(item, "teardown")
+
+
+def _discard_for(item: pytest.Item, when: str) -> None:
+    discarded = discard_connections_left_mid_command()
+    if discarded:
+        item.add_report_section(
+            when,
+            "database",
+            f"closed the connection(s) {discarded}: left in the middle of a command "
+            "(an interrupted query); the server's statement was cancelled",
+        )
+
+
 def pytest_collection_modifyitems(config, items):
     """`postgres`-marked tests skip on SQLite; on the PostgreSQL run nothing may skip them.
     `any_database`-marked tests (what they test does not touch the suite's database) run

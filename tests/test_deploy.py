@@ -2,7 +2,9 @@
 the switch refuses development values, and a request shows what it turns on (redirect to
 HTTPS, HSTS, secure cookies, the proxy's X-Forwarded-Proto trusted).
 
-Each case runs in its own process: settings are read once, at startup."""
+Each case runs in its own process: settings are read once, at startup. None touches the
+suite's database (each process is configured from scratch, with its own SQLite file or a
+PostgreSQL address it never connects to): SQLite lane only (`any_database`)."""
 
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ from tests.conftest import unconfigured_environ
 
 ROOT = Path(__file__).resolve().parents[1]
 HOST = "taskdeck.example.com"
+
+pytestmark = pytest.mark.any_database
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:

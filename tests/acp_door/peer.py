@@ -40,6 +40,7 @@ STANDARD_KINDS = {
 }
 
 
+RECHECK = 0.05  # seconds between Peer.wait_until's checks when no update arrives
 WAIT = "wait"  # a permission choice: leave the dialog open until `$/cancel_request`
 
 
@@ -295,14 +296,16 @@ class Peer:
                 self._changed.wait(left)
 
     def wait_until(self, check: Callable[[], Any], *, what: str, timeout: float = 30) -> Any:
-        """Wait until `check()` (called under the peer's lock) is truthy; return it."""
+        """Wait until `check()` (called under the peer's lock) is truthy; return it.
+        Re-checked on every update and at least every RECHECK seconds: a check that reads
+        the database changes with no update to wake it."""
         deadline = time.monotonic() + timeout
         with self._changed:
             while not (found := check()):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise AssertionError(f"no {what} within {timeout}s")
-                self._changed.wait(left)
+                self._changed.wait(min(left, RECHECK))
             return found
 
     def slash(self, sid: str, text: str, *, timeout: float = 60) -> tuple[dict, str]:

@@ -7,6 +7,7 @@ pg_terminate_backend, workers killed with SIGKILL."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -88,26 +89,35 @@ def test_terminating_every_backend_ten_times_never_fails_the_batch(start, runtim
 
 
 @contextmanager
-def own_processes(runtime: Processes, **env: str) -> Iterator[Processes]:
-    """The session's workers and scheduler, restarted with `env` for one test and back
-    to the defaults after it."""
-    runtime.stop_all()
-    runtime.env = env
-    runtime.start_worker()
-    runtime.start_worker()
-    runtime.start_scheduler()
+def own_workers(runtime: Processes, **env: str) -> Iterator[Processes]:
+    """The session's two workers, restarted with `env` for one test and back to the
+    defaults after it. The scheduler keeps running: what `env` changes here (the lease)
+    is the workers' alone, and a scheduler's start-up is seconds on a loaded machine."""
+
+    def restart_workers(with_env: dict[str, str]) -> None:
+        for worker in list(runtime.workers):
+            worker.terminate()
+        for worker in list(runtime.workers):
+            try:
+                worker.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                runtime.kill(worker)
+        runtime.workers = []
+        runtime.env = with_env
+        runtime.start_worker()
+        runtime.start_worker()
+
+    restart_workers(env)
     try:
         yield runtime
     finally:
-        runtime.stop_all()
-        runtime.env = {}
-        runtime.start_worker()
-        runtime.start_worker()
-        runtime.start_scheduler()
+        restart_workers({})
 
 
 def test_with_every_worker_dead_the_scheduler_queues_one_job_per_task(start, runtime):
-    task = start("batch", items=200, pace=2)
+    # 10 items of 0.5 s each (pace 20 at the tests' delay scale): seconds to spare between
+    # the first item and the kill, and little left to run once a worker is back
+    task = start("batch", items=10, pace=20)
     started_items(task, 1)
     for worker in list(runtime.workers):
         runtime.kill(worker)  # SIGKILL both: the lease and the job rows are left behind
@@ -120,7 +130,7 @@ def test_with_every_worker_dead_the_scheduler_queues_one_job_per_task(start, run
     assert len(jobs(task)) <= 3, [(j.status, j.enqueued_at) for j in jobs(task)]
     runtime.start_worker()
     wait_state(task.id, "completed", timeout=60)
-    assert results(task) == list(range(200))
+    assert results(task) == list(range(10))
 
 
 def test_a_killed_worker_is_replaced_by_its_beat_before_its_lease_and_leaves_no_running_job(
@@ -129,7 +139,7 @@ def test_a_killed_worker_is_replaced_by_its_beat_before_its_lease_and_leaves_no_
     """Lease 60 s, beats every 0.25 s, dead after 1.5 s: five SIGKILLs in a row, and each
     time another worker carries on and the dead one's job row is marked, long before the
     lease could have expired."""
-    with own_processes(runtime, TASKDECK_LEASE_SECONDS="60") as procs:
+    with own_workers(runtime, TASKDECK_LEASE_SECONDS="60") as procs:
         task = start("batch", items=400, pace=2)
         killed: list[str] = []
         for _ in range(5):
