@@ -222,3 +222,38 @@ def test_stdout_carries_protocol_lines_only(raw_agent):
     while not raw_agent.lines.empty():
         rest.append(json.loads(raw_agent.lines.get()))
     assert all(m.get("jsonrpc") == "2.0" for m in rest)
+
+
+def test_stdout_and_stdin_may_be_regular_files(acp_key, django_db_blocker, tmp_path):
+    """`manage.py acp < requests.ndjson > answers.ndjson`: no "Pipe transport is only for
+    pipes"; every request in the file is answered (schema-clean) before the door ends."""
+    from acp import schema as s
+
+    with django_db_blocker.unblock():
+        connections.close_all()
+    requests = tmp_path / "requests.ndjson"
+    answers = tmp_path / "answers.ndjson"
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+        {"jsonrpc": "2.0", "id": 2, "method": "session/new",
+         "params": {"cwd": "/tmp", "mcpServers": []}},
+        {"jsonrpc": "2.0", "id": 3, "method": "session/list", "params": {}},
+    ]  # fmt: skip
+    requests.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with requests.open("rb") as stdin, answers.open("wb") as stdout:
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "manage.py"), "acp"],
+            stdin=stdin, stdout=stdout, stderr=subprocess.PIPE,
+            env=agent_env(acp_key), cwd=ROOT, timeout=60,
+        )  # fmt: skip
+    assert "Pipe transport" not in done.stderr.decode() and "Traceback" not in (
+        done.stderr.decode()
+    )
+    out = [json.loads(line) for line in answers.read_text().splitlines()]
+    by_id = {m["id"]: m for m in out if "id" in m and "method" not in m}
+    assert sorted(by_id) == [1, 2, 3], out
+    s.InitializeResponse.model_validate(by_id[1]["result"])
+    assert s.NewSessionResponse.model_validate(by_id[2]["result"]).session_id
+    s.ListSessionsResponse.model_validate(by_id[3]["result"])  # (run beside session/new)
+    for note in (m for m in out if "method" in m):
+        s.SessionNotification.model_validate(note["params"])
