@@ -331,6 +331,10 @@ class Door:
                 cwd=row.cwd,
                 title=row.title or None,
                 updated_at=ts(row.updated_at),
+                # closed, still loadable (session/load or resume opens it again)
+                field_meta={TASK_META: {"closed": True, "closedAt": ts(row.closed_at)}}
+                if row.closed_at
+                else None,
             )
             for row in page
         ]
@@ -339,7 +343,8 @@ class Door:
 
     async def close_session(self, req: s.CloseSessionRequest, raw: dict) -> dict:
         """Close: the agent stops its work for this connection. A prompt still running is
-        canceled (as `session/cancel`); a suspended task stays suspended."""
+        canceled (as `session/cancel`); a suspended task stays suspended. A session with a
+        task stays in `session/list`, marked closed, to be loaded again."""
         principal = self._need("write")
         session = await db(sessions.get_session)(req.session_id, principal.actor)
         live = self.live.pop(session.session_id, None)
