@@ -200,6 +200,27 @@ def test_bad_requests_get_their_error_with_their_id_and_write_nothing(raw_agent,
     assert AcpSession.objects.get(pk=sid).task_id is None
 
 
+def test_mcp_servers_are_refused_not_ignored(raw_agent, unchanged):
+    """The door connects to no MCP server: a non-empty `mcpServers` on session/new, load or
+    resume is -32602 naming the field and the server, and nothing is written."""
+    sid = raw_agent.call(1, "session/new", {"cwd": "/w", "mcpServers": []})["result"]["sessionId"]
+    server = {"name": "files", "command": "/usr/bin/mcp-files", "args": [], "env": []}
+    with unchanged():
+        for rpc_id, (method, params) in enumerate(
+            [
+                ("session/new", {"cwd": "/w", "mcpServers": [server]}),
+                ("session/load", {"sessionId": sid, "cwd": "/w", "mcpServers": [server]}),
+                ("session/resume", {"sessionId": sid, "cwd": "/w", "mcpServers": [server]}),
+            ],
+            start=2,
+        ):
+            error = raw_agent.call(rpc_id, method, params)["error"]
+            assert error["code"] == -32602, (method, error)
+            (why,) = error["data"]["errors"]["mcpServers"]
+            assert "connects to no MCP servers" in why and "'files'" in why, method
+    assert AcpSession.objects.count() == 1
+
+
 def test_a_relative_cwd_is_refused_with_a_reason_and_absolute_ones_are_taken(raw_agent):
     refused = raw_agent.call(1, "session/new", {"cwd": "src", "mcpServers": []})["error"]
     assert refused["code"] == -32602
