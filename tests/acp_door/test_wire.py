@@ -14,7 +14,7 @@ import pytest
 from django.db import connections
 
 from a2a.acp_door.models import AcpSession
-from tests.acp_door.peer import ROOT, agent_env
+from tests.acp_door.peer import ROOT, agent_env, schema_problem
 
 pytestmark = pytest.mark.django_db(transaction=True)
 MAX_LINE = 4096
@@ -52,7 +52,9 @@ class RawAgent:
 
     def answer(self) -> dict:
         raw = self.lines.get(timeout=30)
-        return json.loads(raw)  # every stdout line is a protocol message
+        message = json.loads(raw)  # every stdout line is a protocol message
+        assert schema_problem(message) is None, schema_problem(message)  # updates, errors
+        return message
 
     def call(self, rpc_id, method: str, params) -> dict:
         """The answer to this call; notifications that come first (a session's
@@ -62,6 +64,7 @@ class RawAgent:
         while "method" in message and "id" not in message:
             self.notified.append(message)
             message = self.answer()
+        assert schema_problem(message, method) is None, schema_problem(message, method)
         return message
 
     def close(self) -> None:
@@ -273,8 +276,7 @@ def test_stdout_and_stdin_may_be_regular_files(acp_key, django_db_blocker, tmp_p
     out = [json.loads(line) for line in answers.read_text().splitlines()]
     by_id = {m["id"]: m for m in out if "id" in m and "method" not in m}
     assert sorted(by_id) == [1, 2, 3], out
-    s.InitializeResponse.model_validate(by_id[1]["result"])
+    methods = {line["id"]: line["method"] for line in lines}
+    for message in out:  # every line one the SDK's schema models take
+        assert schema_problem(message, methods.get(message.get("id"))) is None, message
     assert s.NewSessionResponse.model_validate(by_id[2]["result"]).session_id
-    s.ListSessionsResponse.model_validate(by_id[3]["result"])  # (run beside session/new)
-    for note in (m for m in out if "method" in m):
-        s.SessionNotification.model_validate(note["params"])
