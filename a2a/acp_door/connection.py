@@ -72,6 +72,24 @@ def _absolute_cwd(request: BaseModel | None) -> None:
     raise invalid_params({"cwd": [f"must be an absolute path, not {cwd[:200]!r}"]})
 
 
+def _no_mcp_servers(request: BaseModel | None) -> None:
+    """`mcpServers` (session/new, load, resume) must be empty: the door's tasks run on
+    Taskdeck's workers, which connect to no MCP server of the editor's. A list that is not
+    empty is refused (-32602) before anything is written, rather than taken and ignored."""
+    servers = getattr(request, "mcp_servers", None)
+    if not servers:
+        return
+    names = ", ".join(repr(getattr(server, "name", "?"))[:80] for server in servers[:5])
+    raise invalid_params(
+        {
+            "mcpServers": [
+                f"Taskdeck connects to no MCP servers (its agents run on the server, not in "
+                f"the editor): send an empty list, not {names}"
+            ]
+        }
+    )
+
+
 @dataclass
 class Client:
     """What the client said about itself in `initialize`."""
@@ -121,6 +139,7 @@ class Door:
                 raise invalid_params({"": ["params must be an object"]})
             request = model.model_validate(params) if model is not None else None
             _absolute_cwd(request)
+            _no_mcp_servers(request)
             try:
                 return await handler(request, raw)
             except RequestError:
@@ -331,6 +350,10 @@ class Door:
                 cwd=row.cwd,
                 title=row.title or None,
                 updated_at=ts(row.updated_at),
+                # closed, still loadable (session/load or resume opens it again)
+                field_meta={TASK_META: {"closed": True, "closedAt": ts(row.closed_at)}}
+                if row.closed_at
+                else None,
             )
             for row in page
         ]
@@ -339,7 +362,8 @@ class Door:
 
     async def close_session(self, req: s.CloseSessionRequest, raw: dict) -> dict:
         """Close: the agent stops its work for this connection. A prompt still running is
-        canceled (as `session/cancel`); a suspended task stays suspended."""
+        canceled (as `session/cancel`); a suspended task stays suspended. A session with a
+        task stays in `session/list`, marked closed, to be loaded again."""
         principal = self._need("write")
         session = await db(sessions.get_session)(req.session_id, principal.actor)
         live = self.live.pop(session.session_id, None)

@@ -4,6 +4,7 @@ words and names fields, never a traceback."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from acp import RequestError
@@ -39,6 +40,32 @@ def invalid_params(errors: dict[str, list[str]]) -> RequestError:
     return RequestError(-32602, "Invalid params", {"detail": detail, "errors": errors})
 
 
+# The A2A message a prompt became, as the task services name its places: `message.parts.0.
+# data.values.priority` is, to the editor's user, the field `priority` of their answer.
+_A2A_PLACE = re.compile(
+    r"^(?:message\.)?(?:parts(?:\.\d+)?(?:\.data)?(?:\.|$))?(?:values(?:\.|$))?"
+)
+
+
+def typed_field(place: str) -> str:
+    """The field the editor's user typed for a place in the A2A message their prompt
+    became ("" for the prompt as a whole): `message.parts.0.data.values.priority` →
+    `priority`, `message.parts` → ""."""
+    return _A2A_PLACE.sub("", place, count=1)
+
+
+def invalid_input(errors: dict[str, list[str]]) -> RequestError:
+    """-32602 for a domain validation error, its fields named as the user typed them (in
+    `detail` and `errors`); the A2A places stay under `data.a2aErrors` when they differ."""
+    typed: dict[str, list[str]] = {}
+    for place, why in errors.items():
+        typed.setdefault(typed_field(place), []).extend(why)
+    error = invalid_params(typed)
+    if typed.keys() != errors.keys():
+        error.data["a2aErrors"] = errors
+    return error
+
+
 def auth_required(detail: str) -> RequestError:
     return RequestError(AUTH_REQUIRED, "Authentication required", {"detail": detail})
 
@@ -51,7 +78,7 @@ def from_domain(exc: Exception) -> RequestError | None:
     if isinstance(exc, TaskNotFound):
         return RequestError(NOT_FOUND, "Task not found", {"taskId": exc.task_id})
     if isinstance(exc, ValidationFailed):
-        return invalid_params(exc.errors)
+        return invalid_input(exc.errors)
     if isinstance(exc, ContentTypeNotSupported):  # a resource of a type the mode does not take
         return invalid_params({exc.field: [str(exc).split(": ", 1)[1]]})
     if isinstance(exc, StaleHandle):

@@ -15,7 +15,7 @@ from pathlib import PurePath
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from a2a import access, conf, services, skills
@@ -94,9 +94,12 @@ def set_mode(session: AcpSession, mode_id: Any) -> None:
 def list_sessions(
     cwd: str | None, cursor: str | None, *, actor: services.Actor
 ) -> tuple[list[AcpSession], str | None]:
-    """Open sessions `actor` may use, most recently active first; `cursor` is the last
-    session id seen."""
-    rows = access.visible(AcpSession.objects.filter(closed_at__isnull=True), actor)
+    """Sessions `actor` may use, most recently active first; `cursor` is the last session
+    id seen. A closed session stays listed while it has a task (its work and history are
+    there to load; closing only stopped following it); a closed one that never started a
+    task is gone from the list (docs/acp.md, "Sessions")."""
+    listed = Q(closed_at__isnull=True) | Q(task__isnull=False)
+    rows = access.visible(AcpSession.objects.filter(listed), actor)
     if cwd:
         rows = rows.filter(cwd=cwd)
     if cursor:

@@ -8,13 +8,19 @@ or a list, and reads a line of any size. Here every line gets an answer or is se
 - a request whose params cannot be stored (NUL, lone surrogates, 64-bit overflow, nesting
   past 64 levels) → -32602 naming the place, with the request's id;
 and the process keeps serving. stdout is taken over before anything can print on it.
+
+stdin and stdout may be pipes, sockets, terminals or regular files (asyncio's pipe
+transports refuse files: `manage.py acp > log` died with "Pipe transport is only for
+pipes…"); from a file, every request is answered before the door ends.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import stat
 import sys
 from typing import Any
 
@@ -44,12 +50,40 @@ class GuardedTransport(acp_sdk.NdjsonTransport):
     """NDJSON over stdio that answers every bad line (see the module docstring). Its
     `send` and `close` are the SDK's; `receive` is its own."""
 
-    def __init__(self, reader: asyncio.StreamReader, sender: Any, *, max_line: int):
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        sender: Any,
+        *,
+        max_line: int,
+        drain_at_eof: bool = False,
+    ):
         super().__init__(reader, sender)
         self.reader = reader  # our own handle: the base class keeps it privately
         self.max_line = max_line
+        # Input from a regular file (`manage.py acp < requests.ndjson`) ends before its
+        # requests are answered; with this set, end of input waits for their answers.
+        self.drain_at_eof = drain_at_eof
+        self.unanswered: set[Any] = set()
+        self.answered = asyncio.Event()
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await super().send(message)
+        if "method" not in message and ("result" in message or "error" in message):
+            self.unanswered.discard(message.get("id"))
+            if not self.unanswered:
+                self.answered.set()
 
     async def receive(self) -> dict[str, Any] | None:
+        message = await self._receive()
+        if message is None and self.drain_at_eof and self.unanswered:
+            self.answered.clear()
+            await self.answered.wait()
+        elif message is not None and "method" in message and "id" in message:
+            self.unanswered.add(message["id"])
+        return message
+
+    async def _receive(self) -> dict[str, Any] | None:
         while True:
             line, whole = await self._bounded_line()
             if line is None:
@@ -103,14 +137,62 @@ class GuardedTransport(acp_sdk.NdjsonTransport):
                 await self.reader.readexactly(exc.consumed)
 
 
+def _is_regular_file(fd: int) -> bool:
+    """asyncio's pipe transports take pipes, sockets and character devices only: a
+    regular file (`manage.py acp > log`, `< requests.ndjson`) needs plain reads/writes."""
+    return stat.S_ISREG(os.fstat(fd).st_mode)
+
+
+class FileWriter:
+    """What the SDK's sender needs of a writer (`write`, `drain`), over a regular file: a
+    write to a file never waits on a reader, so it is done in place."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fd, view) :]
+
+    async def drain(self) -> None:
+        return None
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+
+async def _feed_from_file(fd: int, reader: asyncio.StreamReader) -> None:
+    """Read a regular file into `reader` (in a thread: a file read may block on disk)."""
+    while chunk := await asyncio.to_thread(os.read, fd, 65536):
+        reader.feed_data(chunk)
+    reader.feed_eof()
+
+
+_feeders: set[asyncio.Task[None]] = set()  # held so that they are not collected mid-read
+
+
 async def stdio_transport(protocol_fd: int, *, max_line: int) -> GuardedTransport:
-    """The transport over this process's stdin and the protocol's private stdout."""
+    """The transport over this process's stdin and the protocol's private stdout, each a
+    pipe, socket, terminal or regular file."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=max_line)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    write_protocol = acp_sdk.stdio_write_protocol()
-    pipe = os.fdopen(protocol_fd, "wb", buffering=0)
-    transport, _ = await loop.connect_write_pipe(lambda: write_protocol, pipe)
-    writer = asyncio.StreamWriter(transport, write_protocol, None, loop)
+    stdin_fd = sys.stdin.fileno()
+    from_file = _is_regular_file(stdin_fd)
+    if from_file:
+        feeder = asyncio.ensure_future(_feed_from_file(stdin_fd, reader))
+        _feeders.add(feeder)
+        feeder.add_done_callback(_feeders.discard)
+    else:
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    writer: Any
+    if _is_regular_file(protocol_fd):
+        writer = FileWriter(protocol_fd)
+    else:
+        write_protocol = acp_sdk.stdio_write_protocol()
+        pipe = os.fdopen(protocol_fd, "wb", buffering=0)
+        transport, _ = await loop.connect_write_pipe(lambda: write_protocol, pipe)
+        writer = asyncio.StreamWriter(transport, write_protocol, None, loop)
     sender = acp_sdk.message_sender(writer, source="taskdeck.acp.sender")
-    return GuardedTransport(reader, sender, max_line=max_line)
+    return GuardedTransport(reader, sender, max_line=max_line, drain_at_eof=from_file)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,23 @@ Route = tuple[str, Callable[[Any], Awaitable[Any]], acp_sdk.Kind]
 
 
 class AgentGone(Exception):
-    """The agent's process exited (or was stopped) while we needed it."""
+    """The agent's process exited (or was stopped) while we needed it. Its message says
+    how (exit code or signal, the last lines of its stderr); `stalled` when it was stopped
+    for not answering in time."""
+
+    def __init__(self, why: str, *, stalled: bool = False) -> None:
+        super().__init__(why)
+        self.stalled = stalled
+
+
+def describe_exit(code: int | None) -> str:
+    """`exited with code 3`, `exited with code -9 (killed by SIGKILL)`."""
+    if code is None:
+        return "closed its connection"
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            return f"exited with code {code} (killed by {signal.Signals(-code).name})"
+    return f"exited with code {code}"
 
 
 class AgentProcess:
@@ -109,6 +126,22 @@ class AgentProcess:
         path.parent.mkdir(parents=True, exist_ok=True)
         return path
 
+    def last_lines(self, lines: int = 5) -> str:
+        """The last lines of its stderr, joined with " | " (empty when it said nothing)."""
+        tail = self.stderr_tail().splitlines()[-lines:]
+        return " | ".join(line.strip() for line in tail if line.strip())
+
+    async def gone(self, proc: Any) -> AgentGone:
+        """AgentGone saying how `proc` went: its exit code or signal (waited for a moment:
+        EOF reaches us before the exit status), and its last words on stderr."""
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(proc.wait()), EXIT_GRACE_SECONDS)
+        why = f"its process {describe_exit(proc.returncode if proc is not None else None)}"
+        if said := self.last_lines():
+            why += f"; the last lines of its stderr: {said}"
+        return AgentGone(why[:1500])
+
     def stderr_tail(self, size: int = 600) -> str:
         try:
             with self.stderr_path().open("rb") as f:
@@ -149,14 +182,14 @@ class AgentProcess:
             )
             if not done:
                 _kill(proc)
-                raise AgentGone(f"it did not answer {what} within {limit:g} s")
+                raise AgentGone(f"it did not answer {what} within {limit:g} s", stalled=True)
             if waiter in done:
                 try:
                     result = waiter.result()
                 except ConnectionError:  # the SDK closed the connection: EOF or bad input
-                    raise AgentGone() from None
+                    raise await self.gone(proc) from None
                 return getattr(result, "stop_reason", result)
-            raise AgentGone()
+            raise await self.gone(proc)
         finally:
             exit_watch.cancel()
             if not waiter.done():

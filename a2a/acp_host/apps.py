@@ -1,4 +1,7 @@
+import sys
+
 from django.apps import AppConfig
+from django.core.exceptions import ImproperlyConfigured
 
 
 class AcpHostConfig(AppConfig):
@@ -17,6 +20,10 @@ class AcpHostConfig(AppConfig):
         from a2a import events, skills
         from a2a.acp_host import config, hooks
 
-        config.check_all()  # a broken configuration fails at start, not at the first task
+        try:  # a broken configuration fails at start, not at the first task
+            config.check_all()
+        except ImproperlyConfigured as exc:  # a message naming the key, not a traceback
+            sys.stderr.write(f"Taskdeck cannot start: {exc}\n")
+            raise SystemExit(2) from None
         skills.register(config.skills, runs_own_tasks=True)
         events.subscribe(hooks.on_task_event)

@@ -14,6 +14,10 @@ TASKDECK_ACP_AGENTS (settings TASKDECK["ACP_HOST"]["AGENTS_FILE"]) — either
 - `requestSeconds`: how long it may take to start and answer initialize, session/new,
   load, resume or suspend (default TASKDECK["ACP_HOST"]["REQUEST_SECONDS"]).
 
+Zed's own choices in an entry (`default_mode`, `default_model`, `favorite_models` …,
+EDITOR_KEYS) are ignored with a note in the log, so a block copied from Zed starts as is;
+any other key is refused at start with a message naming it and the setting.
+
 Nothing else is passed to the child: its environment is the SDK's trimmed default plus
 `env` (no DATABASE_URL, no secrets of Taskdeck's unless you put them there).
 """
@@ -21,6 +25,7 @@ Nothing else is passed to the child: its environment is the SDK's trimmed defaul
 from __future__ import annotations
 
 import json
+import logging
 import re
 from dataclasses import dataclass, field
 from functools import cache
@@ -32,8 +37,15 @@ from django.core.exceptions import ImproperlyConfigured
 from a2a import conf
 from a2a.skills import HOSTED_TAG  # on every hosted agent's skill card (a2a.skills.hosted)
 
+log = logging.getLogger(__name__)
+
 SPEC_KEYS = {"type", "command", "args", "env", "description", "tags", "examples", "skill",
              "cwd", "turnSeconds", "requestSeconds", "name"}  # fmt: skip
+# Keys Zed's `agent_servers` entries carry that are the editor's own choices (its picker's
+# defaults and favourites): harmless to a host, which picks nothing for the user. A block
+# copied from Zed's settings starts with them ignored (and a note in the log).
+EDITOR_KEYS = {"default_mode", "default_model", "default_config_options", "favorite_models",
+               "favorite_config_option_values", "ignore_system_version"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -76,9 +88,14 @@ def parse(name: str, spec: Any, where: str = "hosted ACP agent") -> HostedAgent:
     at = f"{where} {name!r}"
     if not isinstance(spec, dict):
         raise ImproperlyConfigured(f"{at} must be an object with a command")
-    unknown = sorted(set(spec) - SPEC_KEYS)
+    unknown = sorted(set(spec) - SPEC_KEYS - EDITOR_KEYS)
     if unknown:
-        raise ImproperlyConfigured(f"{at}: unknown field(s) {', '.join(unknown)}")
+        raise ImproperlyConfigured(
+            f"{at}: unknown field(s) {', '.join(unknown)} (a hosted agent takes "
+            f"{', '.join(sorted(SPEC_KEYS))}; Zed's {', '.join(sorted(EDITOR_KEYS))} are ignored)"
+        )
+    if ignored := sorted(set(spec) & EDITOR_KEYS):
+        log.info("%s: ignored the editor's setting(s) %s", at, ", ".join(ignored))
     command = spec.get("command")
     if not isinstance(command, str) or not command.strip():
         raise ImproperlyConfigured(f"{at}: `command` must be a non-empty string")
@@ -133,13 +150,15 @@ def _from_file(path: str) -> dict[str, Any]:
 def agents() -> dict[str, HostedAgent]:
     """Every hosted agent by skill id (cached: settings do not change while running;
     tests that change them call `agents.cache_clear()`)."""
-    specs: dict[str, Any] = {}
-    if conf.ACP_HOST.agents_file:
-        specs.update(_from_file(conf.ACP_HOST.agents_file))
-    specs.update(conf.ACP_HOST.agents)
+    specs: dict[str, tuple[Any, str]] = {}
+    if path := conf.ACP_HOST.agents_file:
+        where = f"TASKDECK_ACP_AGENTS={path}: agent"
+        specs.update({name: (spec, where) for name, spec in _from_file(path).items()})
+    where = 'settings TASKDECK["ACP_HOST"]["AGENTS"]: agent'
+    specs.update({name: (spec, where) for name, spec in conf.ACP_HOST.agents.items()})
     found: dict[str, HostedAgent] = {}
-    for name, spec in specs.items():
-        agent = parse(name, spec)
+    for name, (spec, where) in specs.items():
+        agent = parse(name, spec, where)
         if agent.skill_id in found:
             raise ImproperlyConfigured(f"two hosted ACP agents have the skill {agent.skill_id!r}")
         found[agent.skill_id] = agent

@@ -30,7 +30,7 @@ from acp import schema as s
 
 from a2a import conf, services
 from a2a.acp_host import config, store
-from a2a.acp_host.agent_process import AgentGone, AgentProcess
+from a2a.acp_host.agent_process import AgentGone, AgentProcess, describe_exit
 from a2a.acp_host.client import HostClient
 from a2a.acp_host.pauses import Pauses
 from a2a.acp_host.permission_requests import PermissionRequests
@@ -230,10 +230,14 @@ class HostedRun:
     async def cannot_start(self, exc: BaseException, served: int) -> None:
         """The agent could not be started or its session opened: the task ends saying why,
         rather than the agent being started again and again."""
-        what = "stalled" if isinstance(exc, AgentGone) and exc.args else "exited"
-        detail = f"the agent could not be started: {type(exc).__name__}: {exc}"[:1500]
-        tail = self.agent_process.stderr_tail()
-        await self.note(what, detail + (f"; its last words on stderr: {tail}" if tail else ""))
+        what = "stalled" if isinstance(exc, AgentGone) and exc.stalled else "exited"
+        if isinstance(exc, AgentGone):  # its message says how: exit code or signal, stderr
+            detail = f"the agent could not be started: {exc}"[:1500]
+            await self.note(what, detail)
+        else:
+            detail = f"the agent could not be started: {type(exc).__name__}: {exc}"[:1500]
+            tail = self.agent_process.stderr_tail()
+            await self.note(what, detail + (f"; its last words on stderr: {tail}" if tail else ""))
         await self.stop_process(kill=True)
         await self.give_up(detail)
         await self.release(served)
@@ -249,7 +253,7 @@ class HostedRun:
         await self.recorder.flush_text()
         await self.stop_process()
         self.permissions.withdraw()
-        detail = f"the agent's process exited with code {code}"
+        detail = f"the agent's process {describe_exit(code)}"
         if broke:
             detail = (
                 "the connection to the agent broke (it wrote something that is not a JSON-RPC "

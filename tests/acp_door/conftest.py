@@ -47,3 +47,5 @@ def open_peer(django_db_blocker, tmp_path) -> Iterator[Callable[..., contextmana
         text = log.read_text(errors="replace")
         if "Traceback" in text:
             print(f"--- {log.name}\n{text[-4000:]}")
+    # every update and answer a test's client read was one the SDK's schema models take
+    assert [p.errors for p in opened] == [[] for _ in opened]

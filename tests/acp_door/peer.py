@@ -43,6 +43,36 @@ STANDARD_KINDS = {
 RECHECK = 0.05  # seconds between Peer.wait_until's checks when no update arrives
 WAIT = "wait"  # a permission choice: leave the dialog open until `$/cancel_request`
 
+# The SDK's schema model of each standard method's answer: every answer a test reads is
+# checked against it (the seed's session/suspend has no model; its fields are the door's).
+RESPONSES: dict[str, type] = {
+    "initialize": s.InitializeResponse,
+    "authenticate": s.AuthenticateResponse,
+    "session/new": s.NewSessionResponse,
+    "session/load": s.LoadSessionResponse,
+    "session/list": s.ListSessionsResponse,
+    "session/resume": s.ResumeSessionResponse,
+    "session/close": s.CloseSessionResponse,
+    "session/set_mode": s.SetSessionModeResponse,
+    "session/prompt": s.PromptResponse,
+}
+
+
+def schema_problem(message: dict[str, Any], method: str | None = None) -> str | None:
+    """Why the SDK's schema models refuse a message from the door (None: they take it): a
+    session/update by SessionNotification, an error by Error, an answer to `method` by its
+    response model. Used by Peer (the SDK client) and by the raw line clients."""
+    try:
+        if message.get("method") == "session/update":
+            s.SessionNotification.model_validate(message.get("params"))
+        elif "error" in message:
+            s.Error.model_validate(message["error"])
+        elif "result" in message and method in RESPONSES:
+            RESPONSES[method].model_validate(message["result"])
+    except Exception as exc:  # pydantic's ValidationError, said in one line
+        return f"{method or message.get('method')}: {exc}".replace("\n", " ")[:2000]
+    return None
+
 
 class Client:
     """The Client side the SDK calls into: answers permissions and forms as told."""
@@ -102,7 +132,7 @@ class Peer:
         self.proc: Any = None  # the agent's process, once spawned
         self.command = command or [sys.executable, str(ROOT / "manage.py"), "acp"]
         self.updates: list[tuple[str, dict[str, Any]]] = []  # (sessionId, update)
-        self.errors: list[str] = []  # updates a client of this kind would refuse
+        self.errors: list[str] = []  # messages a client of this kind would refuse
         self.asked: list[tuple] = []  # permission requests and forms, as asked
         self.parked: list[dict[str, Any]] = []  # session/await_resumption requests
         self.withdrawn: list[dict[str, Any]] = []  # $/cancel_request notifications
@@ -209,8 +239,13 @@ class Peer:
 
     def _observe(self, event) -> None:
         """Hears `$/cancel_request` (the agent withdrawing a dialog): recorded, and a dialog
-        left open with WAIT is closed."""
+        left open with WAIT is closed. An error answer is checked against the SDK's Error
+        model here (the SDK hands the test a RequestError, not the message)."""
         message = event.message
+        incoming = event.direction.value == "incoming"
+        if incoming and "error" in message and (problem := schema_problem(message)):
+            with self._changed:
+                self.errors.append(problem)
         if event.direction.value != "incoming" or message.get("method") != "$/cancel_request":
             return
         with self._changed:
@@ -222,14 +257,22 @@ class Peer:
     # --- calls ------------------------------------------------------------------------------
 
     def call(self, method: str, params: Any = None, *, timeout: float = 60) -> Any:
-        """A raw JSON-RPC request; returns the result or raises acp.RequestError."""
-        coro = acp_sdk.send_request(self.conn, method, params)
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=timeout)
+        """A raw JSON-RPC request; returns the result (checked against the SDK's schema
+        model of its answer) or raises acp.RequestError."""
+        return self.start(method, params).result(timeout=timeout)
 
     def start(self, method: str, params: Any = None):
-        """A request left running (a prompt); `.result(timeout)` waits for its answer."""
-        coro = acp_sdk.send_request(self.conn, method, params)
-        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+        """A request left running (a prompt); `.result(timeout)` waits for its answer,
+        checked against the SDK's schema model like `call`'s."""
+        return asyncio.run_coroutine_threadsafe(self._checked(method, params), self._loop)
+
+    async def _checked(self, method: str, params: Any) -> Any:
+        result = await acp_sdk.send_request(self.conn, method, params)
+        if (problem := schema_problem({"result": result}, method)) is not None:
+            with self._changed:
+                self.errors.append(problem)
+            raise AssertionError(f"the SDK's schema refuses the answer: {problem}")
+        return result
 
     def notify(self, method: str, params: Any) -> None:
         coro = acp_sdk.send_notification(self.conn, method, params)

@@ -183,6 +183,9 @@ def test_an_open_question_is_answered_by_typing_by_command_or_cancelled(a):
     )
     detail = bad.data["detail"]
     assert bad.code == -32602 and "/answer" in detail and "/cancel" in detail, detail
+    # the field as the user knows it, not the A2A message's inner path
+    assert "decision" in detail and "message.parts" not in detail, detail
+    assert "message.parts" not in str(bad.data["errors"]), bad.data
     answered = a.start(
         "session/prompt",
         {"sessionId": sid, "prompt": [{"type": "text", "text": "/answer approve: go"}]},

@@ -117,7 +117,7 @@ def test_modes_are_skills_and_an_unknown_mode_is_refused(open_peer, acp_key, unc
         assert AcpSession.objects.get(pk=sid).skill == "batch"
 
 
-def test_list_pages_and_filters_and_close_hides_a_session(open_peer, acp_key):
+def test_list_pages_and_filters_and_close_hides_a_session_that_never_started(open_peer, acp_key):
     with open_peer(acp_key) as peer:
         here = [peer.new_session(CWD) for _ in range(3)]
         elsewhere = peer.new_session("/elsewhere")
@@ -130,6 +130,23 @@ def test_list_pages_and_filters_and_close_hides_a_session(open_peer, acp_key):
         }
         refused = peer.error("session/list", {"cursor": "sess-unknown"})
         assert refused.code == -32602
+
+
+def test_a_closed_session_with_a_task_stays_listed_as_closed_and_loads(open_peer, acp_key):
+    """Closing stops following a session; its task and history are still there, so the
+    list keeps it (marked closed) and session/load opens it again with its history."""
+    with open_peer(acp_key) as peer:
+        sid = peer.new_session(CWD)
+        running, _ = start_prompt(peer, sid)
+        peer.call("session/close", {"sessionId": sid})
+        assert running.result(timeout=30)["stopReason"] == "cancelled"
+        (info,) = [s for s in peer.call("session/list", {})["sessions"] if s["sessionId"] == sid]
+        assert info["_meta"]["taskdeck"]["closed"] is True and info["_meta"]["taskdeck"]["closedAt"]
+    with open_peer(acp_key) as other:
+        other.call("session/load", {"sessionId": sid, "cwd": CWD, "mcpServers": []})
+        assert any("Roll out 2.14" in str(u) for u in other.seen(sid))  # its history
+        (info,) = [s for s in other.call("session/list", {})["sessions"] if s["sessionId"] == sid]
+        assert "_meta" not in info  # open again
 
 
 # --- suspend and resume from the editor ------------------------------------------------

@@ -14,7 +14,7 @@ import pytest
 from django.db import connections
 
 from a2a.acp_door.models import AcpSession
-from tests.acp_door.peer import ROOT, agent_env
+from tests.acp_door.peer import ROOT, agent_env, schema_problem
 
 pytestmark = pytest.mark.django_db(transaction=True)
 MAX_LINE = 4096
@@ -52,7 +52,9 @@ class RawAgent:
 
     def answer(self) -> dict:
         raw = self.lines.get(timeout=30)
-        return json.loads(raw)  # every stdout line is a protocol message
+        message = json.loads(raw)  # every stdout line is a protocol message
+        assert schema_problem(message) is None, schema_problem(message)  # updates, errors
+        return message
 
     def call(self, rpc_id, method: str, params) -> dict:
         """The answer to this call; notifications that come first (a session's
@@ -62,6 +64,7 @@ class RawAgent:
         while "method" in message and "id" not in message:
             self.notified.append(message)
             message = self.answer()
+        assert schema_problem(message, method) is None, schema_problem(message, method)
         return message
 
     def close(self) -> None:
@@ -200,6 +203,27 @@ def test_bad_requests_get_their_error_with_their_id_and_write_nothing(raw_agent,
     assert AcpSession.objects.get(pk=sid).task_id is None
 
 
+def test_mcp_servers_are_refused_not_ignored(raw_agent, unchanged):
+    """The door connects to no MCP server: a non-empty `mcpServers` on session/new, load or
+    resume is -32602 naming the field and the server, and nothing is written."""
+    sid = raw_agent.call(1, "session/new", {"cwd": "/w", "mcpServers": []})["result"]["sessionId"]
+    server = {"name": "files", "command": "/usr/bin/mcp-files", "args": [], "env": []}
+    with unchanged():
+        for rpc_id, (method, params) in enumerate(
+            [
+                ("session/new", {"cwd": "/w", "mcpServers": [server]}),
+                ("session/load", {"sessionId": sid, "cwd": "/w", "mcpServers": [server]}),
+                ("session/resume", {"sessionId": sid, "cwd": "/w", "mcpServers": [server]}),
+            ],
+            start=2,
+        ):
+            error = raw_agent.call(rpc_id, method, params)["error"]
+            assert error["code"] == -32602, (method, error)
+            (why,) = error["data"]["errors"]["mcpServers"]
+            assert "connects to no MCP servers" in why and "'files'" in why, method
+    assert AcpSession.objects.count() == 1
+
+
 def test_a_relative_cwd_is_refused_with_a_reason_and_absolute_ones_are_taken(raw_agent):
     refused = raw_agent.call(1, "session/new", {"cwd": "src", "mcpServers": []})["error"]
     assert refused["code"] == -32602
@@ -222,3 +246,37 @@ def test_stdout_carries_protocol_lines_only(raw_agent):
     while not raw_agent.lines.empty():
         rest.append(json.loads(raw_agent.lines.get()))
     assert all(m.get("jsonrpc") == "2.0" for m in rest)
+
+
+def test_stdout_and_stdin_may_be_regular_files(acp_key, django_db_blocker, tmp_path):
+    """`manage.py acp < requests.ndjson > answers.ndjson`: no "Pipe transport is only for
+    pipes"; every request in the file is answered (schema-clean) before the door ends."""
+    from acp import schema as s
+
+    with django_db_blocker.unblock():
+        connections.close_all()
+    requests = tmp_path / "requests.ndjson"
+    answers = tmp_path / "answers.ndjson"
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+        {"jsonrpc": "2.0", "id": 2, "method": "session/new",
+         "params": {"cwd": "/tmp", "mcpServers": []}},
+        {"jsonrpc": "2.0", "id": 3, "method": "session/list", "params": {}},
+    ]  # fmt: skip
+    requests.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with requests.open("rb") as stdin, answers.open("wb") as stdout:
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "manage.py"), "acp"],
+            stdin=stdin, stdout=stdout, stderr=subprocess.PIPE,
+            env=agent_env(acp_key), cwd=ROOT, timeout=60,
+        )  # fmt: skip
+    assert "Pipe transport" not in done.stderr.decode() and "Traceback" not in (
+        done.stderr.decode()
+    )
+    out = [json.loads(line) for line in answers.read_text().splitlines()]
+    by_id = {m["id"]: m for m in out if "id" in m and "method" not in m}
+    assert sorted(by_id) == [1, 2, 3], out
+    methods = {line["id"]: line["method"] for line in lines}
+    for message in out:  # every line one the SDK's schema models take
+        assert schema_problem(message, methods.get(message.get("id"))) is None, message
+    assert s.NewSessionResponse.model_validate(by_id[2]["result"]).session_id

@@ -56,6 +56,12 @@ def write_agents(where: Path) -> tuple[Path, Path]:
         },
         # never answers (a process that is not an ACP agent at all)
         "Mute": {"command": "sleep", "args": ["600"], "skill": "mute", "requestSeconds": 1},
+        # killed while starting, having said why on stderr
+        "Dies at start": {
+            "command": "sh",
+            "args": ["-c", "echo 'out of memory' >&2; kill -9 $$"],
+            "skill": "dies-at-start",
+        },
         "Example agent": {
             "command": "node",
             "args": [str(EXAMPLE_AGENT)],

@@ -271,7 +271,7 @@ def test_an_agent_that_dies_while_asking_ends_the_task_and_withdraws_the_questio
     os.kill(pid, signal.SIGKILL)
     wait_state(task.id, State.CANCELED)
     event = TaskEvent.objects.get(task_id=task.id, kind=EventKind.CANCELED)
-    assert "exited with code -9 during a turn" in event.reason
+    assert "exited with code -9 (killed by SIGKILL) during a turn" in event.reason
     assert event.data["withdrawnRequestId"].startswith("req-")  # the inbox question is gone
 
 
@@ -332,6 +332,16 @@ def test_an_agent_that_never_answers_initialize_fails_its_task_once(hosted):
     assert "did not answer initialize within 1 s" in reason
     notes = TaskEvent.objects.filter(task_id=task.id, kind=EventKind.HOST_NOTE)
     assert notes.count() == 1  # started once, not again and again
+
+
+def test_an_agent_killed_while_starting_says_how_and_what_it_said(hosted):
+    """Not "AgentGone: ": the task's failure names the signal and its stderr's last lines."""
+    task = hosted("dies-at-start", "hello?")
+    wait_state(task.id, State.FAILED, timeout=20)
+    reason = TaskEvent.objects.get(task_id=task.id, kind=EventKind.FAILED).reason
+    assert "the agent could not be started: its process exited with code -9 (killed by " in (reason)
+    assert "SIGKILL" in reason and "the last lines of its stderr: out of memory" in reason
+    assert "AgentGone" not in reason
 
 
 def test_cancel_while_the_agent_waits_for_permission_tells_it_cancelled(hosted):

@@ -5,12 +5,18 @@ the field."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
 from a2a.acp_host import config
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_an_editors_entry_becomes_a_skill():
@@ -73,3 +79,46 @@ def test_a_file_two_agents_with_one_skill_and_a_broken_file_are_refused(tmp_path
                     config.agents()
     finally:
         config.agents.cache_clear()
+
+
+def test_zeds_own_keys_are_ignored_with_a_note(caplog):
+    """A block copied from Zed's settings.json carries the editor's picker defaults."""
+    with caplog.at_level("INFO", logger="a2a.acp_host.config"):
+        agent = config.parse(
+            "Zed's",
+            {
+                "command": "x",
+                "args": ["--acp"],
+                "env": {"A": "b"},
+                "default_mode": "plan",
+                "default_model": "opus",
+                "favorite_models": ["opus"],
+            },
+        )
+    assert agent.command == "x" and agent.args == ("--acp",) and agent.env == {"A": "b"}
+    assert "ignored the editor's setting(s) default_mode, default_model, favorite_models" in (
+        caplog.text
+    )
+
+
+def _start(tmp_path, servers: dict) -> subprocess.CompletedProcess:
+    """`manage.py check` (Django set-up, as every start does) with TASKDECK_ACP_AGENTS."""
+    path = tmp_path / "zed.json"
+    path.write_text(json.dumps({"agent_servers": servers}))
+    env = {**os.environ, "TASKDECK_ACP_AGENTS": str(path), "TASKDECK_DEBUG": "1"}
+    env.pop("DATABASE_URL", None)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), "check"],
+        env=env, capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )  # fmt: skip
+
+
+def test_a_zed_block_starts_and_an_unknown_key_stops_start_up_with_a_message(tmp_path):
+    zed = {"command": "npx", "args": ["-y", "agent"], "env": {}, "default_mode": "plan"}
+    started = _start(tmp_path, {"My Agent": zed})
+    assert started.returncode == 0, started.stderr
+    refused = _start(tmp_path, {"My Agent": {**zed, "argz": []}})
+    assert refused.returncode != 0
+    assert "Traceback" not in refused.stderr
+    assert "Taskdeck cannot start: TASKDECK_ACP_AGENTS=" in refused.stderr
+    assert "'My Agent': unknown field(s) argz" in refused.stderr

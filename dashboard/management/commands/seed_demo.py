@@ -7,12 +7,14 @@ can be printed on every start; production deployments never run this command.
 
 from __future__ import annotations
 
+import re
 import secrets
 from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connections
 
 from a2a import api_keys, services
 from a2a.models import ApiKey, Task
@@ -31,6 +33,33 @@ def _secret_file(name: str, make) -> str:
         path.write_text(make())
         path.chmod(0o600)
     return path.read_text().strip()
+
+
+def demo_key_name(alias: str = "default") -> str:
+    """The file in var/ that keeps the demo key of database `alias`: `demo-api-key` for
+    SQLite (`make run`), `demo-api-key.<vendor>-<name>` for any other (`make scale-out`:
+    `demo-api-key.postgresql-taskdeck`). One file per database, because each database has
+    its own keys: a shared file printed one database's key to the other (-32000 unknown or
+    revoked)."""
+    db = connections[alias]
+    if db.vendor == "sqlite":
+        return "demo-api-key"
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", str(db.settings_dict.get("NAME") or "")).strip("-")
+    return f"demo-api-key.{db.vendor}-{name or 'default'}"
+
+
+def demo_key() -> str:
+    """The demo key's token, one this database accepts: the one kept in its file if the
+    database still verifies it, else a new key (any older demo key of this database is
+    replaced, since its token is lost). Never a token of another database."""
+    path = Path(settings.VAR_DIR) / demo_key_name()
+    token = path.read_text().strip() if path.exists() else ""
+    if not token or api_keys.verify(token) is None:
+        ApiKey.objects.filter(name=DEMO_KEY).delete()
+        _, token = api_keys.create_key(DEMO_KEY, ["read", "write", "agent"])
+        path.unlink(missing_ok=True)
+        _secret_file(path.name, lambda: token)
+    return token
 
 
 def _message(text: str) -> services.IncomingMessage:
@@ -94,12 +123,8 @@ class Command(BaseCommand):
         operator = _user(OPERATOR, password, roles.OPERATORS)
         _user(VIEWER, viewer_password, roles.VIEWERS)
         assert operator.has_perm(roles.OPERATE)
-        if not ApiKey.objects.filter(name=DEMO_KEY, revoked_at__isnull=True).exists():
-            ApiKey.objects.filter(name=DEMO_KEY).delete()
-            _, token = api_keys.create_key(DEMO_KEY, ["read", "write", "agent"])
-            (Path(settings.VAR_DIR) / "demo-api-key").unlink(missing_ok=True)
-            _secret_file("demo-api-key", lambda: token)
-        token = _secret_file("demo-api-key", lambda: "")
+        token = demo_key()
+        key_file = Path(settings.VAR_DIR) / demo_key_name()
         if not Task.objects.exists():
             seed_tasks()
         self.stdout.write(
@@ -108,7 +133,7 @@ Taskdeck demo
   Dashboard: {url}/
   Operator:  user {OPERATOR}   password {password}
   Viewer:    user {VIEWER}   password {viewer_password}
-  API key:   {token}
+  API key:   {token}   (in {key_file}; this database's key)
   Try:       curl -s {url}/a2a/ -H 'Authorization: Bearer {token}' \\
                -H 'Content-Type: application/json' \\
                -d '{{"jsonrpc":"2.0","id":1,"method":"tasks/list","params":{{}}}}'

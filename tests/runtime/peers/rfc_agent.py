@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from acp import PROTOCOL_VERSION, RequestError, run_agent
+from acp import PROTOCOL_VERSION, RequestError, run_agent, schema
 
 # run as a script by its host: the repository's root, for the SDK adapter (what it may not
 # do through the SDK's public methods, it does as Taskdeck's door and host do)
@@ -47,6 +47,35 @@ def now() -> str:
 
 def text(t: str) -> dict[str, Any]:
     return {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": t}}
+
+
+# What the host sends, checked against the SDK's schema models although the routes are
+# raw (the seed's fields would be dropped by the typed ones): a message they refuse is
+# refused here with -32602 (a notification's is logged to stderr), so the test fails.
+REQUESTS: dict[str, Any] = {
+    "initialize": schema.InitializeRequest,
+    "session/new": schema.NewSessionRequest,
+    "session/load": schema.LoadSessionRequest,
+    "session/resume": schema.ResumeSessionRequest,
+    "session/prompt": schema.PromptRequest,
+    "session/cancel": schema.CancelNotification,
+}
+
+
+def checked(method: str, fn: Any) -> Any:
+    model = REQUESTS.get(method)
+    if model is None:  # the seed's session/suspend: no model in the SDK
+        return fn
+
+    async def route(params: Any) -> Any:
+        try:
+            model.model_validate(params)
+        except Exception as exc:
+            print(f"SCHEMA: the host sent a {method} the SDK refuses: {exc}", file=sys.stderr)
+            raise RequestError.invalid_params({"schema": str(exc)[:1000]}) from None
+        return await fn(params)
+
+    return route
 
 
 class Session:
@@ -86,7 +115,7 @@ class RfcAgent:
             ("session/suspend", self.suspend, "request"),
             ("session/cancel", self.cancel, "notification"),
         ]:
-            acp_sdk.add_route(conn, method, fn, kind)
+            acp_sdk.add_route(conn, method, checked(method, fn), kind)
 
     # ----- helpers -----------------------------------------------------------------------
 
@@ -222,6 +251,7 @@ class RfcAgent:
             "options": [{"optionId": "allow", "name": "Allow", "kind": "allow_once"},
                         {"optionId": "reject", "name": "Reject", "kind": "reject_once"}],
         })  # fmt: skip
+        schema.RequestPermissionResponse.model_validate(answer)  # the host's answer, checked
         outcome = (answer or {}).get("outcome") or {}
         chosen = outcome.get("optionId") if outcome.get("outcome") == "selected" else "cancelled"
         await self.send(s, text(f"permission: {chosen}"))
