@@ -20,9 +20,10 @@ the moment the dead worker's job row stops being RUNNING (`db_worker` never does
 (`run_acp_host`) with the production timings (hold 15 s, renewed every 5 s, poll 0.25 s)
 host the RFC test agent (tests/runtime/peers/rfc_agent.py). Each trial SIGKILLs the
 supervisor holding a session and starts a replacement. Measured from the SIGKILL:
-- mid-turn: to the `takeover` note (another supervisor started the agent and took the
-  session up with session/resume);
-- a permission open: to the question asked again (a new input request).
+- held by another: the session's hold is another supervisor's;
+- taken up, mid-turn: the `takeover` note (that supervisor started the agent and took
+  the session up with session/resume);
+- taken up, a permission open: the question asked again (a new input request).
 """
 
 from __future__ import annotations
@@ -150,11 +151,14 @@ def supervisor() -> subprocess.Popen:
     return spawn("run_acp_host")
 
 
-def acp_trial(sups: dict[int, subprocess.Popen], prompt: str, delay: float) -> float | None:
+def acp_trial(
+    sups: dict[int, subprocess.Popen], prompt: str, delay: float
+) -> tuple[float | None, float | None]:
     """SIGKILL the supervisor holding a session (mid-turn, or with a permission open)
     `delay` seconds after the turn began to show (trials spread their kills over the
-    renewal cycle); seconds until another took it up (`takeover` note) or asked the
-    question again."""
+    renewal cycle); seconds until another supervisor holds it, and until it took the
+    session up (`takeover` note: the agent started and resumed) or asked the question
+    again."""
     from a2a.acp_host.models import HostedSession
     from a2a.event_kinds import EventKind
     from a2a.lifecycle import State
@@ -185,13 +189,17 @@ def acp_trial(sups: dict[int, subprocess.Popen], prompt: str, delay: float) -> f
         if asking
         else later.filter(kind=EventKind.HOST_NOTE, data__what="takeover")
     )
+    moved = HostedSession.objects.filter(task_id=task_id).exclude(holder__in=["", holder])
+    held = took = None
     try:
+        _harness.wait_for(moved.exists, timeout=60)
+        held = (timezone.now() - killed).total_seconds()
         event = _harness.wait_for(lambda: done.first(), timeout=60)
         took = (event.created_at - killed).total_seconds()
     except TimeoutError:
-        took = None
+        pass
     services.cancel_task(task_id, actor=ACTOR)
-    return took
+    return held, took
 
 
 def run_acp(trials: int) -> None:
@@ -199,12 +207,13 @@ def run_acp(trials: int) -> None:
     try:
         time.sleep(8)  # both started (Django's set-up), not measured
         for what, prompt in (("mid-turn", "slow 100000"), ("permission open", "ask")):
-            took = [acp_trial(sups, prompt, (i % 8) * 0.625) for i in range(trials)]
-            seen = [t for t in took if t is not None]
-            figure = _harness.percentiles(seen) if seen else ""
-            lost = len(took) - len(seen)
-            never = f"  (never within 60 s: {lost})" if lost else ""
-            print(f"ACP host, {what:<16} kill → taken up  {figure}{never}")
+            results = [acp_trial(sups, prompt, (i % 8) * 0.625) for i in range(trials)]
+            for i, step in enumerate(("held by another", "taken up")):
+                seen = [r[i] for r in results if r[i] is not None]
+                figure = _harness.percentiles(seen) if seen else ""
+                lost = len(results) - len(seen)
+                never = f"  (never within 60 s: {lost})" if lost else ""
+                print(f"ACP host, {what:<16} kill → {step:<16} {figure}{never}")
     finally:
         for proc in sups.values():
             proc.terminate()
