@@ -98,11 +98,14 @@ class ToolCallData(TypedDict, closed=True):
     kind: ToolKind
     status: ToolStatus
     content: NotRequired[str]  # the text of its content blocks, shortened
+    # the agent's `tool_call_update` of a call it announced before (absent: its
+    # `tool_call`): the ACP door passes each on as the same kind of update
+    update: NotRequired[bool]
 
 
 HostNote = Literal[
     "exited", "turn_lost", "takeover", "refused", "stalled", "output_limit", "garbage",
-    "new_session", "cancelled_turn",
+    "new_session", "cancelled_turn", "asked_again",
 ]  # fmt: skip
 
 
@@ -111,9 +114,18 @@ class HostNoteData(TypedDict, closed=True):
     detail: str
 
 
+class PlanEntry(TypedDict, closed=True):
+    content: str
+    priority: Literal["high", "medium", "low"]
+    status: Literal["pending", "in_progress", "completed"]
+
+
 class ProgressData(TypedDict, closed=True):
     done: int
     total: int
+    # a hosted ACP agent's `plan`, its entries as it sent them (done/total count them):
+    # the ACP door passes it on as a `plan` update
+    plan: NotRequired[list[PlanEntry]]
 
 
 class ArtifactData(TypedDict, closed=True):
@@ -127,6 +139,9 @@ class InputRequestedData(TypedDict, closed=True):
     requestId: str
     number: int  # the task's n-th request (interrupt ids are input-<task>-<n>)
     messageSeq: int  # the status message holding the explanation and the request
+    # asked again (services.ask_again): the open request this one replaced, withdrawn
+    # unanswered (its asker is gone); an answer naming it is refused
+    withdrawnRequestId: NotRequired[str]
 
 
 class InputProvidedData(TypedDict, closed=True):

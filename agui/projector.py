@@ -391,6 +391,12 @@ def _request_opens(event: TaskEvent, refs: Refs, batch: _Batch, ops: list) -> st
     entry's lastInterruptId. The request and its explanation are the message the event
     names (the status message request_input wrote: a TextPart and the request's DataPart)."""
     data, at, task_id = event.data or {}, event.created_at, event.task_id
+    if data.get("withdrawnRequestId"):  # asked again (services.ask_again): the old one goes
+        for old in _open(task_id, Interrupt.Kind.INPUT_REQUEST):
+            if old.request_id == data["withdrawnRequestId"]:
+                _close(old, ops, at)
+                batch.activity_change(old, {"stage": "withdrawn", "decision": None}, at)
+                old.save(update_fields=["content", "pending", "resolved_at"])
     iid = f"input-{task_id}-{data['number']}"
     msg = refs.message(task_id, data.get("messageSeq"))
     parts = msg.parts if msg is not None else []

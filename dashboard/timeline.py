@@ -98,6 +98,7 @@ HOST_NOTES = {
     "garbage": "The agent wrote lines that are not ACP",
     "new_session": "Started a new session of the agent",
     "cancelled_turn": "The turn was cancelled (its work is lost)",
+    "asked_again": "Asked the agent's question again",
 }
 
 
@@ -349,6 +350,8 @@ def _request(ev: TaskEvent, data: dict[str, Any], base: dict[str, Any], refs: Re
         f"{f.get('label') or f.get('name')} ({f.get('type')})" for f in request.get("fields") or []
     )
     details = [("asks for", fields)] if fields else []
+    if data.get("withdrawnRequestId"):  # asked again: its asker was gone
+        details.append(("asked again, withdrawing", data["withdrawnRequestId"]))
     return Entry(
         kind="request",
         title=f"Asked: {request.get('title') or 'input'}",

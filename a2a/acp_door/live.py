@@ -323,6 +323,8 @@ class LiveSession:
             return
         if fact.kind == EventKind.INPUT_PROVIDED:
             gone = [fact.data.get("requestId")]
+        elif fact.kind == EventKind.INPUT_REQUESTED and fact.data.get("withdrawnRequestId"):
+            gone = [fact.data["withdrawnRequestId"]]  # asked again: the new one is asked
         elif fact.event.to_state in TERMINAL or fact.kind in SUSPENDING_KINDS:
             gone = list(self.dialogs)
         else:

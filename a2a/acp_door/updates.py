@@ -11,12 +11,14 @@ unknown kind.
 Mapping (UPDATES, one line per kind; tool call ids are stable: `task-<taskId>`,
 `artifact-<eventId>`): created → tool_call (pending) · started → tool_call_update
 in_progress · agent text → agent_message_chunk · progress → tool_call_update (content
-"n of m", rawOutput) · artifact → a completed tool_call holding its parts · input request
-→ agent_message_chunk with the question · paused/parked → suspended (or its fallback) ·
-resumed → resumed (or its fallback) · completed/failed/rejected/canceled/timed out → the
-final text and tool_call_update completed/failed · retrying, picked up, tool calls, host
-notes → nothing. User messages (and answers) appear only in a replay, as
-user_message_chunk: live, the client sent them itself.
+"n of m", rawOutput; and a hosted agent's plan → plan) · a hosted agent's tool call →
+its tool_call / tool_call_update (`tool-<taskId>-<its id>`) · artifact → a completed
+tool_call holding its parts · input request → agent_message_chunk with the question ·
+paused/parked → suspended (or its fallback) · resumed → resumed (or its fallback) ·
+completed/failed/rejected/canceled/timed out → the final text and tool_call_update
+completed/failed · retrying, picked up, host notes → nothing. User messages (and
+answers) appear only in a replay, as user_message_chunk: live, the client sent them
+itself.
 """
 
 from __future__ import annotations
@@ -266,7 +268,7 @@ def _agent_said(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
 
 def _progress(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
     done, total = fact.data.get("done"), fact.data.get("total")
-    return [
+    out = [
         _tool_update(
             fact.task,
             "in_progress",
@@ -274,6 +276,30 @@ def _progress(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
             rawOutput={"progress": {"done": done, "total": total}},
         )
     ]
+    if fact.data.get("plan"):  # a hosted ACP agent's plan: passed on as it sent it
+        out.append({"sessionUpdate": "plan", "entries": fact.data["plan"]})
+    return out
+
+
+def _tool_call(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
+    """A hosted ACP agent's tool call (its `tool_call`, or `update`: its
+    `tool_call_update`), passed on under an id of its task: a session may hold several
+    tasks, each agent numbering its calls its own way."""
+    data = fact.data
+    update: dict[str, Any] = {"toolCallId": f"tool-{fact.task.id}-{data.get('toolCallId')}"}
+    if data.get("update"):
+        update["sessionUpdate"] = "tool_call_update"
+        update.update({k: data[k] for k in ("title", "kind", "status") if data.get(k)})
+    else:
+        update.update(
+            sessionUpdate="tool_call",
+            title=data.get("title") or "Tool call",
+            kind=data.get("kind") or "other",
+            status=data.get("status") or "pending",
+        )
+    if data.get("content"):
+        update["content"] = _text_content(data["content"])
+    return [update]
 
 
 def _artifact(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
@@ -380,7 +406,7 @@ UPDATES: dict[EventKind, Renders] = {
     EventKind.RETRYING: _nothing,
     EventKind.PICKED_UP: _nothing,
     EventKind.TURN_ENDED: _nothing,
-    EventKind.TOOL_CALL: _nothing,
+    EventKind.TOOL_CALL: _tool_call,
     EventKind.HOST_NOTE: _nothing,
     EventKind.COMPLETED: _completed,
     EventKind.FAILED: _ended_badly,

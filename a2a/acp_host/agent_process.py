@@ -157,10 +157,12 @@ class AgentProcess:
         """A request the agent should answer at once, by its method name; its raw result."""
         return await self.call(acp_sdk.send_request(self.conn, method, params), what)
 
-    async def prompt(self, session_id: str, text: str) -> str:
-        """session/prompt with one text block: the turn's stop reason, once it ends."""
+    async def prompt(self, session_id: str, text: str, meta: dict[str, Any] | None = None) -> str:
+        """session/prompt with one text block (and `meta` as its `_meta`): the turn's stop
+        reason, once it ends."""
         blocks = [s.TextContentBlock(type="text", text=text)]
-        return await self.call(self.conn.prompt(session_id=session_id, prompt=blocks))
+        request = self.conn.prompt(session_id=session_id, prompt=blocks, **(meta or {}))
+        return await self.call(request)
 
     async def cancel(self, session_id: str) -> None:
         """session/cancel, if the agent is there to hear it."""

@@ -7,6 +7,13 @@ request made while the task is paused (finish_step holds the agent's output) is 
 when the task works again; a request whose turn was cancelled, or whose task ended, is
 answered `cancelled` — ACP asks the client to, and an agent may wait for it before it
 stops.
+
+A question left open by a supervisor that died (the agent that asked it died with it) is
+taken up by the session's next holder (`take_up`): the agent's session is taken up again,
+the question withdrawn and asked again in one change (services.ask_again: an answer to
+the old one is refused from then on), and its answer goes to the agent as its next
+prompt, in words and in `_meta["taskdeck/permission"]` (the tool call and the outcome):
+the request it made is gone with its process, so no ACP response can carry it.
 """
 
 from __future__ import annotations
@@ -31,6 +38,40 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CANCELLED = s.RequestPermissionResponse(outcome=s.DeniedOutcome(outcome="cancelled"))
+PERMISSION_META = "taskdeck/permission"  # the prompt's _meta carrying a re-asked answer
+
+
+def _asked_here(request: dict[str, Any] | None) -> bool:
+    """An input request this host made of an agent's permission request."""
+    acp = ((request or {}).get("metadata") or {}).get("acp") or {}
+    return isinstance(acp, dict) and bool(acp.get("permissionOptions"))
+
+
+def answer_prompt(request: dict[str, Any], answered: dict[str, Any]) -> tuple[str, dict]:
+    """The answer to a question asked again after a takeover, as the agent's next prompt:
+    the words an agent driven by a model understands, and the outcome it would have got
+    (ACP's RequestPermissionResponse) with the tool call, for an agent that reads `_meta`."""
+    acp = request["metadata"]["acp"]
+    options = [s.PermissionOption.model_validate(o) for o in acp["permissionOptions"]]
+    outcome = answer_to_outcome(answered, options).outcome
+    call = acp.get("toolCall") or {}
+    title = call.get("title") or request.get("title") or "a tool call"
+    if isinstance(outcome, s.AllowedOutcome):
+        chosen = next(o for o in options if o.option_id == outcome.option_id)
+        said = f"the answer is {chosen.name} ({chosen.kind}): go ahead with it"
+    else:
+        said = "no option was chosen: do not do it"
+    text = (
+        f"Taskdeck: you asked for permission to run {title!r}"
+        + (f" (tool call {call['toolCallId']})" if call.get("toolCallId") else "")
+        + " just before your host stopped, and that request was lost with it. The question "
+        f"was asked again and {said}."
+    )
+    meta = {
+        "toolCall": call,
+        "outcome": outcome.model_dump(mode="json", by_alias=True, exclude_none=True),
+    }
+    return text, {PERMISSION_META: meta}
 
 
 class PermissionRequests:
@@ -41,6 +82,10 @@ class PermissionRequests:
         self.lock = asyncio.Lock()  # one open input request at a time
         self.works = asyncio.Event()  # the task is working: held requests may be asked
         self.epoch = 0  # bumped when a turn is cancelled: its held requests are void
+        # a question a dead supervisor left open, asked again: (its new requestId, the
+        # request); once answered, `answer` is the next turn's prompt (text, _meta)
+        self.reasked: tuple[str, dict[str, Any]] | None = None
+        self.answer: tuple[str, dict[str, Any]] | None = None
 
     @property
     def busy(self) -> bool:
@@ -56,6 +101,42 @@ class PermissionRequests:
         self.works.set()
         if self.open is not None:
             await self.deliver()
+        if self.reasked is not None:
+            request_id, request = self.reasked
+            answered = await in_db(selectors.input_answer)(self.run.task_id, request_id)
+            if answered is not None:
+                self.reasked, self.answer = None, answer_prompt(request, answered)
+
+    def orphaned(self, request: dict[str, Any] | None) -> bool:
+        """An open permission question this session did not ask (nor asked again): its
+        asker, a supervisor that held the session before, is gone, and the agent request
+        it stood for with it."""
+        if not _asked_here(request) or self.asking or self.open is not None:
+            return False
+        return self.reasked is None or self.reasked[0] != request.get("requestId")
+
+    async def take_up(self, request: dict[str, Any]) -> None:
+        """Take an orphaned question up: the agent's session first (a process of its own,
+        the session resumed or loaded), then the question withdrawn and asked again. An
+        answer the old one got meanwhile is passed on as the new one's would be."""
+        run = self.run
+        await run.ensure_session()
+        old = request["requestId"]
+        try:
+            new = await in_db(services.ask_again)(run.task_id, actor=run.actor, withdrawn=old)
+        except (TaskError, TransitionRefused):  # answered, cancelled or paused meanwhile
+            answered = await in_db(selectors.input_answer)(run.task_id, old)
+            if answered is not None:
+                self.answer = answer_prompt(request, answered)
+            return
+        self.reasked = (new["requestId"], new)
+        await run.note(
+            "asked_again",
+            f"the supervisor that asked {request.get('title') or 'a question'!r} ({old}) "
+            f"stopped before the agent had its answer: that question was withdrawn and "
+            f"asked again ({new['requestId']}); its answer goes to the agent as its next "
+            "prompt",
+        )
 
     async def on_request(self, params: Any) -> Any:
         """The route of `session/request_permission`: its params unvalidated by the SDK
@@ -87,6 +168,11 @@ class PermissionRequests:
                     await self.works.wait()
                 request = as_input_request(tool_call, options)
                 explanation = request.pop("explanation")
+                # the call, for asking again after a takeover (`answer_prompt`)
+                request["metadata"]["acp"]["toolCall"] = {
+                    "toolCallId": str(getattr(tool_call, "tool_call_id", "") or ""),
+                    "title": str(getattr(tool_call, "title", "") or ""),
+                }
                 try:
                     canonical = await in_db(services.request_input)(
                         run.task_id, actor=run.actor, explanation=explanation, request=request

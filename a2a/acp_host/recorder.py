@@ -6,8 +6,10 @@ drain at a time writes them through the services:
 - `agent_message_chunk` text → gathered, written as one agent message when something
   else comes between (a tool call, a permission request) or the turn ends;
 - an embedded resource or a resource link → an artifact;
-- `tool_call` / `tool_call_update` → a timeline entry (services.note_tool_call);
-- `plan` → progress (completed entries of all entries);
+- `tool_call` / `tool_call_update` → a timeline entry (services.note_tool_call), which
+  says which of the two it was: the ACP door passes it on to an editor as the same;
+- `plan` → progress (completed entries of all entries) with the entries, which the ACP
+  door passes on as a `plan`;
 - thoughts, command lists, modes → not recorded (the agent's inner workings).
 Output the task does not take now (paused with finish_step: the turn's output is held)
 waits, in order, until the task works again. A turn that writes more than
@@ -101,6 +103,7 @@ class Recorder:
                 "kind": kind,
                 "status": str(u.status or "") if u.status else "",
                 "content": _content_text(u.content),
+                "update": isinstance(u, s.ToolCallProgress),  # ACP's tool_call_update
             }
             await self._write(
                 lambda: services.note_tool_call(self.run.task_id, actor=self.run.actor, **fields)
@@ -110,9 +113,14 @@ class Recorder:
             done = sum(1 for e in u.entries if str(e.status) == "completed")
             if total:
                 await self.flush_text()
+                plan = [
+                    {"content": e.content[:2000], "priority": str(e.priority),
+                     "status": str(e.status)}
+                    for e in u.entries[:100]
+                ]  # fmt: skip
                 await self._write(
                     lambda: services.report_progress(
-                        self.run.task_id, done, total, actor=self.run.actor
+                        self.run.task_id, done, total, actor=self.run.actor, plan=plan
                     )
                 )
 

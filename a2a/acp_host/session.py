@@ -114,6 +114,9 @@ class HostedRun:
             return
         await self.recorder.retry_held(snap.state)
         await self.permissions.follow(snap.state)
+        if snap.state == State.INPUT_REQUIRED and self.permissions.orphaned(snap.input_request):
+            await self.take_up_question(snap.input_request)
+            return
         susp = snap.suspension
         if snap.state in PAUSED and susp is not None and susp.id != self.row.acted_on:
             await self.pauses.on_pause(susp)
@@ -124,7 +127,9 @@ class HostedRun:
         # a message not handed over is work even if the counts say served (a lease
         # written so by a version that let a turn serve messages it did not prompt)
         if snap.state in leases.RUNNABLE and (
-            snap.wakeups != snap.served or snap.next_message is not None
+            snap.wakeups != snap.served
+            or snap.next_message is not None
+            or self.permissions.answer is not None
         ):
             await self.turns.next()
 
@@ -134,7 +139,19 @@ class HostedRun:
         await self.turns.stop()
         self.finished = True
 
-    async def release(self, served: int) -> bool:
+    async def take_up_question(self, request: dict[str, Any]) -> None:
+        """A permission question left open by the supervisor that held this session before
+        (killed: the agent's request died with its process): asked again once the agent's
+        session is taken up (a2a.acp_host.permission_requests). An agent that cannot be
+        started ends the task, as it would for a turn."""
+        try:
+            await self.permissions.take_up(request)
+        except Exception as exc:
+            if faults.is_infrastructure(exc):
+                raise
+            await self.cannot_start(exc, None)
+
+    async def release(self, served: int | None) -> bool:
         """Let the run lease go (a turn served `served` wakeups, or none started). True
         when the task woke up meanwhile (a message came during the turn): another turn."""
         again = await in_db(leases.release)(self.task_id, served, self.me)
@@ -227,7 +244,7 @@ class HostedRun:
                 return  # the turn ends with the process; the loop records it
         await self.agent_process.close()
 
-    async def cannot_start(self, exc: BaseException, served: int) -> None:
+    async def cannot_start(self, exc: BaseException, served: int | None) -> None:
         """The agent could not be started or its session opened: the task ends saying why,
         rather than the agent being started again and again."""
         what = "stalled" if isinstance(exc, AgentGone) and exc.stalled else "exited"

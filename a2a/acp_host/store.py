@@ -49,6 +49,13 @@ def claim_sessions(me: str, held: list[str], limit: int) -> list[tuple[str, str]
         ).update(holder=me, holder_until=until)
         if won:
             taken.append((task_id, agent))
+            if holder:
+                # Taken over: the run lease of the turn it was running is ours to take
+                # now, not when that lease runs out too. It may outlive the hold by up to
+                # a third of the lease (a turn claims it between two renewals), and the
+                # session would then look again only IDLE_SECONDS later: 25 s, not 15,
+                # from a SIGKILL to the takeover (issue 30).
+                leases.let_go(task_id, holder)
     return taken
 
 
@@ -93,6 +100,7 @@ class Snapshot:
     next_message: Message | None  # the first user message not yet handed to the agent
     more_messages: bool  # another one waits after it
     last_resumed: Suspension | None  # the newest suspension that ended by a resume
+    input_request: dict[str, Any] | None  # the open question, if any
 
 
 def snapshot(task_id: str, consumed: int) -> Snapshot | None:
@@ -127,6 +135,7 @@ def snapshot(task_id: str, consumed: int) -> Snapshot | None:
         next_message=waiting[0] if waiting else None,
         more_messages=len(waiting) > 1,
         last_resumed=last,
+        input_request=task.input_request,
     )
 
 

@@ -1,8 +1,9 @@
 """A hosted agent's turns, one at a time: started on a wakeup, watched until they end.
 
 A turn is the agent's work for one user message (`session/prompt`, its message marked
-consumed BEFORE it is sent: never sent twice) or for one resume it must hear of
-(`session/resume`, a2a.acp_host.pauses). It runs as a task of its own while the session's
+consumed BEFORE it is sent: never sent twice), for one resume it must hear of
+(`session/resume`, a2a.acp_host.pauses), or for the answer to a question asked again after
+a takeover (a2a.acp_host.permission_requests). It runs as a task of its own while the session's
 loop (a2a.acp_host.session) goes on reading the task; the loop watches it every poll:
 what the agent said is written at least every TEXT_FLUSH_SECONDS, and a turn silent for
 TURN_SECONDS (not waiting for a person) is cancelled, then its process stopped
@@ -96,6 +97,11 @@ class Turns:
             await in_db(store.save)(run.row, "resumed_to_agent")
             served = snap.served if msg is not None else claimed
             await self.start(run.pauses.pass_resume(last), served, None)
+        elif run.permissions.answer is not None:  # a question asked again, answered
+            text, meta = run.permissions.answer
+            run.permissions.answer = None
+            served = snap.served if msg is not None else claimed
+            await self.start(run.agent_process.prompt(run.row.session_id, text, meta), served, None)
         elif msg is not None:
             served = snap.served if snap.more_messages else claimed
             await self.start(self.prompt(msg), served, msg.seq)

@@ -8,7 +8,7 @@ so they all get the same rules and the same errors.
 
 from a2a.services._core import SCHEDULER, SYSTEM, Actor, IncomingMessage, Origin
 from a2a.services.contexts import claim_context
-from a2a.services.inputs import provide_input, request_input
+from a2a.services.inputs import ask_again, provide_input, request_input
 from a2a.services.messages import Delivered, answer_input, receive_message
 from a2a.services.notes import note_host, note_tool_call
 from a2a.services.pausing import (
@@ -54,6 +54,7 @@ __all__ = [
     "add_artifact",
     "add_message",
     "answer_input",
+    "ask_again",
     "cancel_task",
     "claim_context",
     "complete_task",

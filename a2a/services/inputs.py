@@ -7,7 +7,7 @@ from typing import Any
 
 from django.db import transaction
 
-from a2a.errors import ValidationFailed
+from a2a.errors import NotAllowedNow, ValidationFailed
 from a2a.event_kinds import EventKind
 from a2a.formats import text_of
 from a2a.input_requests import (
@@ -18,7 +18,8 @@ from a2a.input_requests import (
     validate_values,
     values_from_text,
 )
-from a2a.lifecycle import Action, move
+from a2a.lifecycle import Action, State, move
+from a2a.models import TaskEvent
 from a2a.services import checks
 from a2a.services._core import Actor, IncomingMessage, append_message, lock, now, record, set_state
 from a2a.services.tasks import _agent_message
@@ -73,6 +74,75 @@ def request_input(
     return canonical
 
 
+def ask_again(task_id: str, *, actor: Actor, withdrawn: str) -> dict[str, Any]:
+    """Withdraw the open request `withdrawn`, unanswered, and ask the same question again
+    under a new requestId, in one change: its asker is gone (the supervisor of a hosted
+    ACP agent that was killed while the agent waited), and an answer to it would reach
+    nobody. The task stays `input-required`; one `input_requested` event names the
+    withdrawn request (`withdrawnRequestId`), and an answer naming it is refused from then
+    on (`provide_input`). NotAllowedNow when `withdrawn` is not the open request (it was
+    answered, or the task moved on meanwhile): nothing changes. Returns the new request."""
+    with transaction.atomic():
+        task = lock(task_id, actor)
+        old = task.input_request or {}
+        if task.state != State.INPUT_REQUIRED or old.get("requestId") != withdrawn:
+            raise NotAllowedNow(task.state, f"the request {withdrawn!r} is not open")
+        number = task.input_request_count + 1
+        canonical = parse_request({**old, "requestId": f"req-{task.id}-{number}"})
+        explanation = text_of(task.status_message.parts) if task.status_message else ""
+        at = now()
+        msg = _agent_message(task, explanation, at, [{"kind": "data", "data": canonical}])
+        task.status_message = msg
+        task.input_request = canonical
+        task.input_request_count = number
+        previous = set_state(task, State.INPUT_REQUIRED, at)
+        record(
+            task,
+            EventKind.INPUT_REQUESTED,
+            actor,
+            at,
+            from_state=previous,
+            reason=explanation,
+            data={
+                "requestId": canonical["requestId"],
+                "number": number,
+                "messageSeq": msg.seq,
+                "withdrawnRequestId": withdrawn,
+            },
+            fields=(
+                "state",
+                "status_timestamp",
+                "status_message",
+                "input_request",
+                "input_request_count",
+            ),
+        )
+    return canonical
+
+
+def _refuse_withdrawn(task_id: str, request: dict[str, Any], parts: list[dict[str, Any]]) -> None:
+    """An answer that names a request withdrawn by `ask_again`: refused, saying so and
+    naming the one that is open (the plain "must name the open request" would leave the
+    person wondering where their question went)."""
+    index = find_data_part_index(parts, RESPONSE_TYPE)
+    if index is None:
+        return
+    named = parts[index]["data"].get("requestId")
+    if not named or named == request.get("requestId"):
+        return
+    if TaskEvent.objects.filter(
+        task_id=task_id, kind=EventKind.INPUT_REQUESTED, data__withdrawnRequestId=named
+    ).exists():
+        raise ValidationFailed(
+            {
+                f"message.parts.{index}.data.requestId": [
+                    f"the request {named!r} was withdrawn unanswered (whoever asked it stopped) "
+                    f"and asked again as {request.get('requestId')!r}: answer that one"
+                ]
+            }
+        )
+
+
 def _checked_answer(request: dict[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
     """The validated values of the answer in `parts`; errors name the part's path."""
     index = find_data_part_index(parts, RESPONSE_TYPE)
@@ -108,6 +178,7 @@ def provide_input(task_id: str, message: IncomingMessage, *, actor: Actor):
         task = lock(task_id, actor)
         m = move(task.state, Action.PROVIDE_INPUT)
         request = task.input_request or {}
+        _refuse_withdrawn(task.id, request, message.parts)
         values = _checked_answer(request, message.parts)
         at = now()
         msg = append_message(task, message, at)

@@ -17,7 +17,7 @@ TOOL_KINDS = ("read", "edit", "delete", "move", "search", "execute", "think", "f
               "switch_mode", "other")  # fmt: skip
 TOOL_STATUSES = ("pending", "in_progress", "completed", "failed")
 HOST_NOTES = ("exited", "turn_lost", "takeover", "refused", "stalled", "output_limit",
-              "garbage", "new_session", "cancelled_turn")  # fmt: skip
+              "garbage", "new_session", "cancelled_turn", "asked_again")  # fmt: skip
 CONTENT_CHARS = 2_000
 
 
@@ -30,9 +30,11 @@ def note_tool_call(
     kind: str = "",
     status: str = "",
     content: str = "",
+    update: bool = False,
 ) -> Task | None:
-    """An agent's tool call (or an update of one) on the task's timeline. Nothing is
-    written for a task that has ended (a late update of a cancelled turn)."""
+    """An agent's tool call (or, `update`, an update of one it announced) on the task's
+    timeline. Nothing is written for a task that has ended (a late update of a cancelled
+    turn)."""
     checks.identifier(tool_call_id, "toolCallId")
     checks.text(title, "title", limit=500)
     if kind and kind not in TOOL_KINDS:
@@ -42,6 +44,8 @@ def note_tool_call(
     data = {"toolCallId": tool_call_id, "title": title, "kind": kind, "status": status}
     if content:
         data["content"] = content[:CONTENT_CHARS]
+    if update:
+        data["update"] = True
     with transaction.atomic():
         task = lock(task_id, actor)
         if task.state in TERMINAL:

@@ -173,16 +173,46 @@ def emit_text(task_id: str, text: str, *, actor: Actor) -> Message:
     return msg
 
 
-def report_progress(task_id: str, done: int, total: int, *, actor: Actor) -> Task:
+PLAN_PRIORITIES = ("high", "medium", "low")
+PLAN_STATUSES = ("pending", "in_progress", "completed")
+MAX_PLAN_ENTRIES = 100
+
+
+def _checked_plan(plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A hosted ACP agent's plan entries, as ACP's `plan` has them (content, priority,
+    status), each checked: the ACP door passes them on to editors as they are stored."""
+    if not isinstance(plan, list) or len(plan) > MAX_PLAN_ENTRIES:
+        raise ValidationFailed({"plan": [f"must be a list of at most {MAX_PLAN_ENTRIES} entries"]})
+    out = []
+    for i, entry in enumerate(plan):
+        where = f"plan.{i}"
+        if not isinstance(entry, dict):
+            raise ValidationFailed({where: ["must be an object"]})
+        checks.text(entry.get("content"), f"{where}.content", limit=2000)
+        if entry.get("priority") not in PLAN_PRIORITIES:
+            raise ValidationFailed({f"{where}.priority": [f"must be one of {PLAN_PRIORITIES}"]})
+        if entry.get("status") not in PLAN_STATUSES:
+            raise ValidationFailed({f"{where}.status": [f"must be one of {PLAN_STATUSES}"]})
+        out.append({k: entry[k] for k in ("content", "priority", "status")})
+    return out
+
+
+def report_progress(
+    task_id: str, done: int, total: int, *, actor: Actor, plan: list[dict[str, Any]] | None = None
+) -> Task:
+    """Progress `done` of `total`; with `plan`, the entries they count (a hosted ACP
+    agent's plan), kept on the event for the ACP door."""
     if not (is_int(done) and is_int(total)) or not (0 <= done <= total) or total <= 0:
         raise ValidationFailed({"progress": ["needs 0 <= done <= total and total > 0"]})
+    entries = _checked_plan(plan) if plan is not None else None
     with transaction.atomic():
         task = lock(task_id, actor)
         _require_output_allowed(task)
         task.progress = {"done": done, "total": total}
-        record(
-            task, EventKind.PROGRESS, actor, now(), data=dict(task.progress), fields=("progress",)
-        )
+        data: dict[str, Any] = dict(task.progress)
+        if entries is not None:
+            data["plan"] = entries
+        record(task, EventKind.PROGRESS, actor, now(), data=data, fields=("progress",))
     return task
 
 

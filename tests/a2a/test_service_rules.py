@@ -220,6 +220,43 @@ def test_report_progress_refuses_impossible_counts(make_task, refuses, done, tot
     refuses(lambda: services.report_progress(task.id, done, total, actor=AGENT), "progress")
 
 
+@pytest.mark.parametrize(
+    ("plan", "path"),
+    [
+        pytest.param("read", "plan", id="not-a-list"),
+        pytest.param(["read"], "plan.0", id="entry-not-object"),
+        pytest.param(
+            [{"content": 1, "priority": "high", "status": "pending"}],
+            "plan.0.content",
+            id="content-not-text",
+        ),
+        pytest.param(
+            [{"content": "x", "priority": "urgent", "status": "pending"}],
+            "plan.0.priority",
+            id="unknown-priority",
+        ),
+        pytest.param(
+            [{"content": "x", "priority": "high", "status": "done"}],
+            "plan.0.status",
+            id="unknown-status",
+        ),
+    ],
+)
+def test_report_progress_refuses_a_bad_plan(make_task, refuses, plan, path):
+    task = make_task("working")
+    refuses(lambda: services.report_progress(task.id, 0, 1, actor=AGENT, plan=plan), path)
+
+
+def test_report_progress_keeps_a_plan_on_its_event(make_task):
+    task = make_task("working")
+    plan = [{"content": "read", "priority": "high", "status": "completed"},
+            {"content": "sum up", "priority": "low", "status": "pending"}]  # fmt: skip
+    services.report_progress(task.id, 1, 2, actor=AGENT, plan=plan)
+    task.refresh_from_db()
+    assert task.progress == {"done": 1, "total": 2}
+    assert task.events.order_by("-id").first().data == {"done": 1, "total": 2, "plan": plan}
+
+
 @pytest.mark.parametrize(("done", "total"), [(0, 1), (3, 3)])
 def test_report_progress_accepts_the_edges(make_task, done, total):
     task = make_task("working")
@@ -592,6 +629,46 @@ def test_provide_input_needs_a_waiting_task(make_task, refuses):
     task = make_task("working")
     call = lambda: services.provide_input(task.id, msg(), actor=CLIENT)  # noqa: E731
     refuses(call, "", error=TransitionRefused)
+
+
+def test_ask_again_replaces_the_open_request_and_an_answer_to_the_old_is_refused(
+    make_task, refuses
+):
+    """A question whose asker is gone (a hosted agent's supervisor, killed) is withdrawn and
+    asked again in one change; the old one's answer is refused, saying where to answer."""
+    task = make_task("working")
+    first = services.request_input(task.id, actor=AGENT, explanation="Ship?", request=ONE_APPROVAL)
+    again = services.ask_again(task.id, actor=AGENT, withdrawn=first["requestId"])
+    assert again["requestId"] != first["requestId"]
+    assert {k: v for k, v in again.items() if k != "requestId"} == {
+        k: v for k, v in first.items() if k != "requestId"
+    }
+    task.refresh_from_db()
+    assert (task.state, task.input_request) == ("input-required", again)
+    event = task.events.order_by("-id").first()
+    assert (event.kind, event.reason) == ("input_requested", "Ship?")
+    assert event.data["withdrawnRequestId"] == first["requestId"]
+    stale = msg(parts=response(first["requestId"], {"decision": "approve"}))
+    err = refuses(
+        lambda: services.provide_input(task.id, stale, actor=CLIENT),
+        "message.parts.0.data.requestId",
+    )
+    assert "withdrawn" in str(err.errors) and again["requestId"] in str(err.errors)
+    fresh = msg(parts=response(again["requestId"], {"decision": "approve"}))
+    services.provide_input(task.id, fresh, actor=CLIENT)
+    assert Task.objects.get(pk=task.id).state == "working"
+
+
+def test_ask_again_needs_the_named_request_open(make_task, refuses):
+    task = make_task("working")
+    first = services.request_input(task.id, actor=AGENT, explanation="Ship?", request=ONE_APPROVAL)
+    call = lambda: services.ask_again(task.id, actor=AGENT, withdrawn="req-other")  # noqa: E731
+    refuses(call, "", error=NotAllowedNow)
+    services.provide_input(
+        task.id, msg(parts=response(first["requestId"], {"decision": "reject"})), actor=CLIENT
+    )
+    call = lambda: services.ask_again(task.id, actor=AGENT, withdrawn=first["requestId"])  # noqa: E731
+    refuses(call, "", error=NotAllowedNow)  # answered meanwhile: nothing to ask again
 
 
 # --- emit_event ------------------------------------------------------------------------------

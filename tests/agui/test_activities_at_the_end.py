@@ -113,3 +113,20 @@ def test_a_question_paused_unanswered_is_withdrawn_when_the_pause_times_out():
     question = Interrupt.objects.get(task_id=task.id, kind=Interrupt.Kind.INPUT_REQUEST)
     assert not question.pending
     assert question.content["stage"] == "withdrawn"
+
+
+def test_a_question_asked_again_withdraws_the_old_ones_activity():
+    """services.ask_again (a hosted agent's supervisor died while it waited): the old
+    question's interrupt is withdrawn, the new one waits for its answer."""
+    task = services.create_task(user_message("go"), actor=CLIENT, skill="approval")
+    services.start_task(task.id, actor=AGENT)
+    first = services.request_input(
+        task.id, actor=AGENT, explanation="ok?", request=APPROVAL_REQUEST
+    )
+    services.ask_again(task.id, actor=AGENT, withdrawn=first["requestId"])
+    projection.project_due()
+    rows = Interrupt.objects.filter(task_id=task.id).order_by("created_at")
+    assert [(i.request_id == first["requestId"], i.pending, i.content["stage"]) for i in rows] == [
+        (True, False, "withdrawn"),
+        (False, True, "awaiting_input"),
+    ]

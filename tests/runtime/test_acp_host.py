@@ -26,6 +26,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from a2a import services
+from a2a.acp_door.models import AcpSession
 from a2a.acp_host.models import HostedSession
 from a2a.conditions import parse_conditions
 from a2a.event_kinds import EventKind
@@ -35,6 +36,8 @@ from a2a.lifecycle import TERMINAL, State
 from a2a.models import Message, Suspension, Task, TaskEvent
 from a2a.runtime.models import RunLease
 from a2a.runtime.settle import settled, until_settled
+from a2a.validation import ValidationFailed
+from tests.acp_door.peer import says
 from tests.conftest import CLIENT, user_message
 from tests.runtime import hosting
 from tests.runtime.conftest import STARTUP_SECONDS, Processes, wait_for, wait_state
@@ -543,6 +546,45 @@ def test_a_killed_supervisor_is_replaced_and_no_prompt_is_sent_twice(hosted, hos
     assert HostedSession.objects.get(task_id=task.id).session_id == row.session_id
 
 
+def test_a_permission_left_open_by_a_killed_supervisor_is_asked_again_and_answered(hosted, host):
+    """The agent's request died with the supervisor (and its process): the next holder
+    takes the session up, withdraws the question and asks it again; an answer to the old
+    one is refused and changes nothing; the new one's answer reaches the agent."""
+    task = hosted("rfc-agent", "ask")
+    wait_state(task.id, State.INPUT_REQUIRED)
+    stale = Task.objects.get(pk=task.id).input_request
+    session = HostedSession.objects.get(task_id=task.id).session_id
+    host.replace_supervisor()
+    wait_for(
+        lambda: TaskEvent.objects.filter(task_id=task.id, data__what="asked_again").exists(),
+        60, "the question to be asked again",
+    )  # fmt: skip
+    fresh = Task.objects.get(pk=task.id).input_request
+    assert fresh["requestId"] != stale["requestId"]
+    assert (fresh["title"], fresh["fields"]) == ("Allow: Delete build/", stale["fields"])
+    asked = TaskEvent.objects.filter(task_id=task.id, kind=EventKind.INPUT_REQUESTED)
+    assert asked.last().data["withdrawnRequestId"] == stale["requestId"]
+    notes = {e.data["what"]: e.data["detail"] for e in
+             TaskEvent.objects.filter(task_id=task.id, kind=EventKind.HOST_NOTE)}  # fmt: skip
+    assert {"turn_lost", "takeover", "asked_again"} <= set(notes)
+    assert stale["requestId"] in notes["asked_again"] and fresh["requestId"] in notes["asked_again"]
+    # the withdrawn question's answer: refused, saying which one to answer; nothing changes
+    with pytest.raises(ValidationFailed, match="withdrawn") as refused:
+        services.provide_input(task.id, _answer(stale, {"decision": "approve"}), actor=OPERATOR)
+    assert fresh["requestId"] in str(refused.value.errors)
+    assert Task.objects.get(pk=task.id).input_request == fresh
+    services.provide_input(task.id, _answer(fresh, {"decision": "approve"}), actor=OPERATOR)
+    assert wait_text(task.id, "permission: allow (asked again)")[-1] == (
+        "permission: allow (asked again)"
+    )
+    wait_for(lambda: turn_over(task.id), 20, "the answer's turn to end")
+    prompts = [line.split(" ", 2)[2] for line in host.prompts() if session in line]
+    assert prompts[0] == "ask" and len(prompts) == 2  # the cut-off prompt is not sent again
+    assert "'Delete build/'" in prompts[1] and "Allow (allow_once)" in prompts[1]
+    assert HostedSession.objects.get(task_id=task.id).session_id == session  # resumed
+    assert Task.objects.get(pk=task.id).state == State.WORKING
+
+
 @pytest.mark.parametrize(
     ("skill", "what", "detail"),
     [
@@ -579,6 +621,45 @@ def test_the_sdk_example_agent_runs_as_a_skill_with_its_permission_answered(host
     assert TaskEvent.objects.filter(task_id=task.id, kind=EventKind.TOOL_CALL).exists()
     assert Task.objects.get(pk=task.id).state == State.WORKING
     assert RunLease.objects.get(task_id=task.id).owner == ""
+
+
+# ----- an editor drives a hosted agent through the ACP door ------------------------------
+
+
+def test_an_editor_sees_a_hosted_agents_tool_calls_and_plan(host, open_peer, acp_key):
+    """`manage.py acp` (a standard client: the SDK checks every update against its schema)
+    drives a task of the hosted RFC agent: its tool call, as it announced and updated it,
+    and its plan reach the editor."""
+    agents = {"TASKDECK_ACP_AGENTS": host.procs.env["TASKDECK_ACP_AGENTS"]}
+    with open_peer(acp_key, **agents) as peer:
+        sid = peer.new_session("/work/project", mode="rfc-agent")
+        try:
+            answer = peer.prompt(sid, "tools")
+            assert answer["stopReason"] == "end_turn"
+            seen = peer.seen(sid)
+        finally:
+            task_id = AcpSession.objects.get(pk=sid).task_id
+            services.cancel_task(task_id, actor=CLIENT, reason="test teardown")
+    calls = [u for u in seen if str(u.get("toolCallId")).startswith(f"tool-{task_id}-")]
+    assert [(u["sessionUpdate"], u.get("status")) for u in calls] == [
+        ("tool_call", "pending"), ("tool_call_update", "in_progress"),
+        ("tool_call_update", "completed"),
+    ]  # fmt: skip
+    assert (calls[0]["title"], calls[0]["kind"]) == ("Read README", "read")
+    assert calls[-1]["content"] == [
+        {"type": "content", "content": {"type": "text", "text": "42 lines"}}
+    ]
+    plans = [u for u in seen if u["sessionUpdate"] == "plan"]
+    assert plans == [{"sessionUpdate": "plan", "entries": [
+        {"content": "read", "priority": "high", "status": "completed"},
+        {"content": "summarise", "priority": "medium", "status": "in_progress"},
+    ]}]  # fmt: skip
+    assert any(says("tools done")(u) for u in seen)
+    assert peer.errors == []
+    wait_for(
+        lambda: not HostedSession.objects.filter(task_id=task_id).exclude(holder="").exists(),
+        20, "the supervisor to let the session go",
+    )  # fmt: skip
 
 
 # ----- what the host refuses, waits for, and shares ---------------------------------------

@@ -13,7 +13,9 @@ It declares loadSession, stable session/resume, and the seed's supportsSuspend,
 supportsAwaitResumption and resumeCauses (in `_meta["taskdeck/suspend"]` and at the root of
 agentCapabilities, as the seed writes them). A prompt's first word picks what it does:
 echo <text> · tools · ask · slow <n> · park <json conditions> · read <path> · crash · hang ·
-garbage · notanobject · flood <n>. See each `cmd_*`.
+garbage · notanobject · flood <n>. See each `cmd_*`. A prompt whose `_meta` carries
+Taskdeck's `taskdeck/permission` (the answer to a permission request asked again after its
+host was killed) is answered "permission: <optionId> (asked again)".
 """
 
 from __future__ import annotations
@@ -208,6 +210,12 @@ class RfcAgent:
         s.save()
         s.cancelled.clear()
         s.suspend_mode = ""
+        answer = (params.get("_meta") or {}).get("taskdeck/permission")
+        if isinstance(answer, dict):  # a host's answer to a request its process lost
+            outcome = answer.get("outcome") or {}
+            chosen = outcome.get("optionId") if outcome.get("outcome") == "selected" else None
+            await self.send(s, text(f"permission: {chosen or 'cancelled'} (asked again)"))
+            return {"stopReason": "end_turn"}
         command, _, rest = said.partition(" ")
         handler = getattr(self, f"cmd_{command}", None)
         if handler is None:
