@@ -22,9 +22,17 @@ ACPX = ROOT / ".acp-peers" / "node_modules" / ".bin" / "acpx"
 AGENT = f"{shlex.quote(sys.executable)} {shlex.quote(str(ROOT / 'manage.py'))} acp"
 
 
-def acpx_runner(acp_key: str, tmp_path, **agent_extra: str):
+def acpx_runner(
+    acp_key: str,
+    tmp_path,
+    *,
+    agent: list[str] | None = None,
+    env: dict | None = None,
+    **agent_extra,
+):
     """run(*args) → the finished acpx process; HOME is a fresh directory (acpx keeps its
-    sessions under ~/.acpx), the agent gets the test database, the key and `agent_extra`."""
+    sessions under ~/.acpx), the agent gets the test database, the key and `agent_extra` —
+    or runs `agent` (a command) with `env` (the remote door's relay)."""
     if not ACPX.exists():
         reason = "acpx is not installed: run `make acp-peers`"
         if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
@@ -33,10 +41,11 @@ def acpx_runner(acp_key: str, tmp_path, **agent_extra: str):
     home, work = tmp_path / "home", tmp_path / "work"
     home.mkdir()
     work.mkdir()
-    env = {**agent_env(acp_key, **agent_extra), "HOME": str(home)}
+    env = {**(env if env is not None else agent_env(acp_key, **agent_extra)), "HOME": str(home)}
+    command = shlex.join(agent) if agent else AGENT
 
     def run(*args: str, timeout: float = 90) -> subprocess.CompletedProcess:
-        cmd = [str(ACPX), "--agent", AGENT, "--cwd", str(work), *args]
+        cmd = [str(ACPX), "--agent", command, "--cwd", str(work), *args]
         return subprocess.run(cmd, env=env, capture_output=True, timeout=timeout, check=False)
 
     return run
