@@ -51,9 +51,19 @@ def acpx_runner(
     return run
 
 
-@pytest.fixture
-def acpx(runtime, acp_key, tmp_path):
-    run = acpx_runner(acp_key, tmp_path)
+@pytest.fixture(params=["stdio", "remote"])
+def acpx(request, runtime, acp_key, tmp_path):
+    """acpx driving `manage.py acp`, or the remote door's relay (no database settings)
+    before a live server (tests/acp_door/conftest.py)."""
+    if request.param == "remote":
+        from tests.acp_door.conftest import relay_command, relay_env
+
+        relay = request.getfixturevalue("relay_file")
+        server = request.getfixturevalue("acp_servers")()
+        agent = relay_command(relay, server)
+        run = acpx_runner(acp_key, tmp_path, agent=agent, env=relay_env(acp_key))
+    else:
+        run = acpx_runner(acp_key, tmp_path)
     yield run
     run("sessions", "close", "backend", timeout=30)
     settle_tasks(list(Task.objects.values_list("id", flat=True)))
