@@ -43,6 +43,7 @@ KEY_ENV = "TASKDECK_API_KEY"
 MAX_LINE = 1024 * 1024
 KEY_REFUSED = 4401
 PROG = "taskdeck-acp"
+
 EOF_MARK = object()  # stdin ended: the editor went away
 TOO_LONG = object()  # a line over MAX_LINE, read to its end and dropped
 
@@ -77,6 +78,7 @@ class Relay:
         self.out = sys.stdout.buffer
         self.spoke: asyncio.Event | None = None  # set at the editor's first line (or EOF)
         self.heard = False  # a line came before EOF
+        self.editor_left = False  # stdin ended and we closed the socket
 
     # --- the editor's side ---------------------------------------------------------------
 
@@ -169,7 +171,7 @@ class Relay:
             self.note(detail)
             self.fail_waiting(-32603, detail)
             return 1
-        upstream = asyncio.ensure_future(self.upstream(ws))
+        upstream = asyncio.ensure_future(self.upstream(ws, ConnectionClosed))
         downstream = asyncio.ensure_future(self.downstream(ws, ConnectionClosed))
         await asyncio.wait({upstream, downstream}, return_when=asyncio.FIRST_COMPLETED)
         if upstream.done() and upstream.exception() is not None:  # a bug here, not the server
@@ -178,10 +180,10 @@ class Relay:
             downstream.cancel()
             self.fail_waiting(-32603, "the relay failed")
             return 1
-        await downstream  # the editor left (we close the socket) or the server did
-        if upstream.done():
-            return 0  # the editor closed stdin: we closed the socket
+        await downstream  # the editor left (we closed the socket) or the server did
         upstream.cancel()
+        if self.editor_left:
+            return 0
         return self.closed(ws)
 
     async def downstream(self, ws: Any, closed: type[Exception]) -> None:
@@ -196,11 +198,13 @@ class Relay:
         except closed:
             pass
 
-    async def upstream(self, ws: Any) -> None:
-        """The editor's lines to the server until stdin ends (then close the socket)."""
+    async def upstream(self, ws: Any, closed: type[Exception]) -> None:
+        """The editor's lines to the server until stdin ends (then close the socket) or
+        the server closes it (downstream says why)."""
         while True:
             line = await self.lines.get()
-            if line is EOF_MARK:
+            if line is EOF_MARK:  # the editor is gone: as the stdio door, we stop
+                self.editor_left = True
                 await ws.close(1000, "the editor closed the connection")
                 return
             if line is TOO_LONG:
@@ -214,7 +218,10 @@ class Relay:
                 self.write(error(None, -32700, "Parse error", f"not UTF-8: {exc}"[:300]))
                 continue
             self.remember(text)
-            await ws.send(text)
+            try:
+                await ws.send(text)
+            except closed:
+                return
 
     def closed(self, ws: Any) -> int:
         """The server closed the socket (or the connection broke): say why, answer what
@@ -223,8 +230,8 @@ class Relay:
         code = rcvd.code if rcvd is not None else 1006
         reason = (rcvd.reason if rcvd is not None else "") or "no reason given"
         if code == KEY_REFUSED:
-            detail = f"the Taskdeck server at {self.url} refused the API key: {reason}"
-            self.note(f"{detail} (set --key or {KEY_ENV})")
+            detail = f"the Taskdeck server at {self.url} said: {reason}"
+            self.note(f"{detail} (give a valid key with --key or {KEY_ENV})")
             self.fail_waiting(-32000, detail)
             return 2
         if rcvd is None:
@@ -268,4 +275,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Not sys.exit: the stdin thread may be blocked in a read holding stdin's lock, and
+    # Python's shutdown then aborts ("could not acquire lock … at interpreter shutdown").
+    os._exit(status)
