@@ -21,6 +21,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from a2a.acp_door.models import AcpSession
+from a2a.acp_door.remote import SOCKET_MESSAGE_BYTES, SocketTransport
 from tests.acp_door.conftest import relay_command, relay_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -211,3 +212,35 @@ def test_socket_opens_count_against_the_tenants_rate(acp_servers, acp_key):
         ):
             second.recv(timeout=15)
     assert closed.value.rcvd.code == 4429 and "retry in" in closed.value.rcvd.reason
+
+
+@pytest.mark.asyncio
+async def test_a_message_over_the_sockets_limit_is_said_not_sent():
+    """Daphne closes a socket that is sent a message over 1 MiB (1011, and the editor's
+    session with it). The door's updates stay far below (artifact texts are cut at 4,000
+    characters), but should one not: an answer becomes an error answer to its request, an
+    update a line saying it was left out, and the socket goes on."""
+    frames: list[str] = []
+
+    async def send(event: dict) -> None:
+        frames.append(event["text"])
+
+    transport = SocketTransport(send, max_line=4096)
+    huge = "x" * SOCKET_MESSAGE_BYTES
+    update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": huge}}
+    await transport.send(
+        {
+            "jsonrpc": "2.0",
+            "method": "session/update",
+            "params": {"sessionId": "sess-1", "update": update},
+        }
+    )
+    await transport.send({"jsonrpc": "2.0", "id": 7, "result": {"big": huge}})
+    await transport.send({"jsonrpc": "2.0", "id": 8, "result": {}})
+    said, answer, small = (json.loads(f) for f in frames)
+    assert all(len(f) < 1000 for f in frames)
+    note = s.SessionNotification.model_validate(said["params"])
+    assert note.session_id == "sess-1" and "this update was left out" in note.update.content.text
+    assert s.AgentErrorMessage.model_validate(answer).error.code == -32603 and answer["id"] == 7
+    assert "over the remote door's limit" in answer["error"]["data"]["detail"]
+    assert small == {"jsonrpc": "2.0", "id": 8, "result": {}}
