@@ -244,3 +244,24 @@ async def test_a_message_over_the_sockets_limit_is_said_not_sent():
     assert s.AgentErrorMessage.model_validate(answer).error.code == -32603 and answer["id"] == 7
     assert "over the remote door's limit" in answer["error"]["data"]["detail"]
     assert small == {"jsonrpc": "2.0", "id": 8, "result": {}}
+
+
+@pytest.mark.asyncio
+async def test_the_sdks_own_websocket_client_speaks_to_the_socket(acp_servers, acp_key):
+    """The socket's framing (one JSON-RPC message per text frame) is the one the SDK's
+    experimental WebSocket transport (`acp.ws`) uses: a client with it needs no relay."""
+    from acp import PROTOCOL_VERSION, connect_to_agent
+    from acp.ws.client import create_websocket_stream
+
+    from tests.acp_door.peer import Client
+
+    url = ws_url(acp_servers())
+    stream = await create_websocket_stream(url, headers={"Authorization": f"Bearer {acp_key}"})
+    conn = connect_to_agent(Client(None), stream, use_unstable_protocol=True)
+    try:
+        init = await conn.initialize(protocol_version=PROTOCOL_VERSION)
+        assert init.agent_info.name == "taskdeck"
+        listed = await conn.list_sessions()
+        assert listed.sessions == []
+    finally:
+        await conn.close()
