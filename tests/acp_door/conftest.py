@@ -44,13 +44,15 @@ def transport() -> str:
 @pytest.fixture(scope="session")
 def acp_servers(django_db_setup, django_db_blocker) -> Iterator[Callable[..., str]]:
     """acp_servers(**environ) → the URL of a Daphne serving dashboard.asgi (so /acp/) with
-    REMOTE_ENVIRON and `environ`: one process per distinct environ, started on first use
-    and kept for the session (a fork of this process: it starts in about a second)."""
+    REMOTE_ENVIRON and `environ`: one process per distinct environ (and `instance`: a
+    second web process with the same settings, as `make scale-out` runs several), started
+    on first use and kept for the session (a fork of this process: it starts in about a
+    second)."""
     running: dict[tuple, object] = {}
 
-    def server(**environ: str) -> str:
+    def server(instance: int = 1, **environ: str) -> str:
         wanted = {**REMOTE_ENVIRON, **environ}
-        key = tuple(sorted(wanted.items()))
+        key = (instance, *sorted(wanted.items()))
         if key not in running:
             running[key] = start_daphne(django_db_blocker, what="ACP Daphne", environ=wanted)
         return f"http://127.0.0.1:{running[key].port.value}"

@@ -38,7 +38,8 @@ def editors(
     request, django_db_setup, django_db_blocker, tmp_path_factory
 ) -> Iterator[tuple[Peer, Peer]]:
     """Editors A and B: two door processes under one key, kept for the module — twice:
-    `manage.py acp`, then the remote door (two relays before one server). The key is
+    `manage.py acp`, then the remote door (two relays, each before its own web process,
+    so the one-turn rule and the withdrawn dialogs hold across processes). The key is
     checked once at start-up (TASKDECK_REVALIDATE_SECONDS is long here): the tests' table
     flushes between tests must not read as a revocation."""
     logs = tmp_path_factory.mktemp("acp-commands")
@@ -47,10 +48,12 @@ def editors(
         connections.close_all()
     if request.param == "remote":
         relay = request.getfixturevalue("relay_file")
-        server = request.getfixturevalue("acp_servers")(TASKDECK_REVALIDATE_SECONDS="3600")
-        command = relay_command(relay, server)
-        a = Peer(relay_env(key), log=logs / "a.log", command=command, cwd=relay.parent)
-        b = Peer(relay_env(key), log=logs / "b.log", command=command, cwd=relay.parent)
+        servers = request.getfixturevalue("acp_servers")
+        to_a, to_b = (
+            relay_command(relay, servers(n, TASKDECK_REVALIDATE_SECONDS="3600")) for n in (1, 2)
+        )
+        a = Peer(relay_env(key), log=logs / "a.log", command=to_a, cwd=relay.parent)
+        b = Peer(relay_env(key), log=logs / "b.log", command=to_b, cwd=relay.parent)
     else:
         env = agent_env(key, TASKDECK_REVALIDATE_SECONDS="3600")
         a = Peer(env, log=logs / "a.log")
