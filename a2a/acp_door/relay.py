@@ -131,14 +131,16 @@ class Relay:
         if isinstance(message, dict) and "method" not in message and "id" in message:
             self.waiting.pop(json.dumps(message["id"]), None)
 
-    def fail_waiting(self, code: int, detail: str) -> None:
+    def fail_waiting(self, code: int, detail: str, why: str = "") -> None:
         """Answer every request the editor waits on, and those it already sent that were
         never relayed, with the error; then the relay exits."""
         while not self.lines.empty():
             line = self.lines.get_nowait()
             if isinstance(line, bytes):
                 self.remember(line.decode("utf-8", "replace"))
+        # the reason in the message too: some clients show only it (acpx does)
         message = "Authentication required" if code == -32000 else "Server unavailable"
+        message = f"{message}: {why or detail}"
         for rpc_id in self.waiting.values():
             self.write(error(rpc_id, code, message, detail))
         self.waiting.clear()
@@ -232,7 +234,7 @@ class Relay:
         if code == KEY_REFUSED:
             detail = f"the Taskdeck server at {self.url} said: {reason}"
             self.note(f"{detail} (give a valid key with --key or {KEY_ENV})")
-            self.fail_waiting(-32000, detail)
+            self.fail_waiting(-32000, detail, reason)
             return 2
         if rcvd is None:
             detail = f"the connection to the Taskdeck server at {self.url} broke"

@@ -109,6 +109,7 @@ def test_a_refused_key_is_said_once_answered_and_exits(relay_file, acp_servers, 
     error = s.AgentErrorMessage.model_validate(answer).error
     assert (answer["id"], error.code) == (0, -32000)
     assert "API key refused" in error.data["detail"]
+    assert error.message == "Authentication required: API key refused: unknown or revoked API key"
 
 
 def test_a_server_that_is_not_there_is_said_and_answered(relay_file, acp_key):
