@@ -86,16 +86,19 @@ class Relay:
         """In a thread (stdin may be a pipe, a file or a console, on any system): each line
         put on the queue, a line over MAX_LINE as TOO_LONG (never held), then EOF_MARK."""
         stdin = sys.stdin.buffer
-        while True:
-            line = stdin.readline(MAX_LINE + 1)
-            if not line:
-                break
-            if len(line) > MAX_LINE and not line.endswith(b"\n"):
-                while (rest := stdin.readline(MAX_LINE)) and not rest.endswith(b"\n"):
-                    pass
-                line = TOO_LONG
-            loop.call_soon_threadsafe(self._put, line)
-        loop.call_soon_threadsafe(self._put, EOF_MARK)
+        try:
+            while True:
+                line = stdin.readline(MAX_LINE + 1)
+                if not line:
+                    break
+                if len(line) > MAX_LINE and not line.endswith(b"\n"):
+                    while (rest := stdin.readline(MAX_LINE)) and not rest.endswith(b"\n"):
+                        pass
+                    line = TOO_LONG
+                loop.call_soon_threadsafe(self._put, line)
+            loop.call_soon_threadsafe(self._put, EOF_MARK)
+        except RuntimeError:
+            pass  # the relay is ending (its loop closed): nobody reads what comes now
 
     def _put(self, line: Any) -> None:
         self.heard = self.heard or line is not EOF_MARK

@@ -103,7 +103,9 @@ def test_a_refused_key_is_said_once_answered_and_exits(relay_file, acp_servers, 
             INITIALIZE,
         )
     assert status == 2
-    [line] = err.strip().splitlines()
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err  # one line, no traceback
+    line = lines[0]
     assert "API key refused: unknown or revoked API key" in line and "TASKDECK_API_KEY" in line
     [answer] = out
     error = s.AgentErrorMessage.model_validate(answer).error
@@ -123,7 +125,9 @@ def test_a_server_that_is_not_there_is_said_and_answered(relay_file, acp_key):
         INITIALIZE,
     )
     assert status == 1
-    [line] = err.strip().splitlines()
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err  # one line, no traceback
+    line = lines[0]
     assert f"cannot reach the Taskdeck server at ws://127.0.0.1:{port}/acp/" in line, line
     [answer] = out
     assert s.AgentErrorMessage.model_validate(answer).error.code == -32603
