@@ -22,6 +22,7 @@ from a2a.models import Suspension, Task
 from tests.acp_door.conftest import relay_command, relay_env
 from tests.acp_door.peer import WAIT, Peer, agent_env, kind, says
 from tests.conftest import AGENT
+from tests.runtime.conftest import wait_for
 from tests.runtime.test_acpx import acpx_runner, messages
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -201,14 +202,15 @@ def test_an_open_question_is_answered_by_typing_by_command_or_cancelled(a):
         "session/prompt",
         {"sessionId": sid, "prompt": [{"type": "text", "text": "/answer approve: go"}]},
     )
-    a.wait_until(lambda: Task.objects.get(pk=task.id).state == "working", what="the answer")
+    # the database changes with no update to wake the peer's wait_until: poll it
+    wait_for(lambda: Task.objects.get(pk=task.id).state == "working", what="the answer")
     services.complete_task(task.id, actor=AGENT, text="Shipped.")
     done = answered.result(timeout=30)
     assert (done["stopReason"], done["_meta"]["taskdeck"]["state"]) == ("end_turn", "completed")
     # a new question, cancelled between turns: session/cancel cancels the task asking it
     task = asking(a, sid, "Ship 2.15?")
     a.notify("session/cancel", {"sessionId": sid})
-    a.wait_until(lambda: Task.objects.get(pk=task.id).state == "canceled", what="the cancel")
+    wait_for(lambda: Task.objects.get(pk=task.id).state == "canceled", what="the cancel")
     refused = a.error(
         "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "/answer yes"}]}
     )
