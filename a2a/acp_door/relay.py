@@ -108,8 +108,11 @@ class Relay:
 
     def write(self, message: dict[str, Any] | str) -> None:
         text = message if isinstance(message, str) else json.dumps(message)
-        self.out.write(text.encode("utf-8") + b"\n")
-        self.out.flush()
+        try:
+            self.out.write(text.encode("utf-8") + b"\n")
+            self.out.flush()
+        except OSError:  # the editor closed our stdout: it is gone, nobody to tell
+            os._exit(0)  # the server sees the socket drop; the tasks stay as they are
 
     def note(self, text: str) -> None:
         print(f"{PROG}: {text}", file=sys.stderr, flush=True)
