@@ -1,5 +1,6 @@
 from django.urls import path, re_path
 
+from a2a.acp_door.remote import relay_script
 from a2a.events_api import EventsView
 from a2a.health import healthz
 from a2a.jsonrpc.views import endpoint
@@ -14,6 +15,7 @@ urlpatterns = [
     re_path(r"^a2a/rest/(?P<path>[\s\S]*)\Z", rest_endpoint, name="a2a-rest"),
     path("api/events", EventsView.as_view(), name="events"),
     path("healthz", healthz, name="healthz"),
+    path("acp/relay.py", relay_script, name="acp-relay"),
     path(".well-known/agent-card.json", agent_card, name="agent-card"),
     path(".well-known/agent.json", agent_card, name="agent-card-legacy"),
 ]

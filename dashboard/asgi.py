@@ -7,6 +7,9 @@ the full stack.
 WebSockets get the session (AuthMiddlewareStack) and an Origin check against
 ALLOWED_HOSTS (a page on another site cannot open a socket with our cookies); a socket
 whose client stops reading is closed, not buffered for (dashboard/websocket_limits.py).
+The remote ACP door's socket (/acp/, a2a/acp_door/remote.py) is routed beside them,
+outside the cookie stack: it reads no cookie, only an API key, so there is nothing for
+the Origin check to protect (and the editors' relay sends no Origin).
 """
 
 import gc
@@ -21,6 +24,7 @@ from django.core.asgi import get_asgi_application
 
 django_asgi_app = get_asgi_application()
 
+from a2a.acp_door.remote import SOCKET_PATHS, AcpSocket  # noqa: E402
 from agui.routing import websocket_urlpatterns  # noqa: E402
 from dashboard import body_limit, reason_phrase, websocket_limits  # noqa: E402
 from dashboard.protocol_handler import ProtocolHandler, is_protocol_path  # noqa: E402
@@ -29,6 +33,8 @@ body_limit.install()  # Daphne reads whole bodies before the app runs: limit the
 websocket_limits.install()  # Daphne buffers for a socket that does not read: bound it
 reason_phrase.install()  # Daphne writes a refusal's words on the status line
 protocol_app = ProtocolHandler()
+acp_socket = AcpSocket()
+browser_sockets = AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
 
 
 async def http_app(scope, receive, send):
@@ -36,14 +42,12 @@ async def http_app(scope, receive, send):
     await app(scope, receive, send)
 
 
-application = ProtocolTypeRouter(
-    {
-        "http": http_app,
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-        ),
-    }
-)
+async def websocket_app(scope, receive, send):
+    app = acp_socket if scope["path"] in SOCKET_PATHS else browser_sockets
+    await app(scope, receive, send)
+
+
+application = ProtocolTypeRouter({"http": http_app, "websocket": websocket_app})
 
 # Everything loaded so far (modules, settings, URL patterns, the ORM's caches) lives as
 # long as the process: out of the collector's reach, a full collection walks only what

@@ -109,6 +109,10 @@ class Door:
     client: Client = field(default_factory=Client)
     live: dict[str, LiveSession] = field(default_factory=dict)
     conn: Any = None
+    # The key this connection was opened with, for an `authenticate` that names none:
+    # None = this process's TASKDECK_API_KEY (stdio); the remote door gives the
+    # handshake's key ("" for none), never the server's own environment.
+    opened_with: str | None = None
 
     # --- wiring --------------------------------------------------------------------------
 
@@ -245,7 +249,8 @@ class Door:
         if req.method_id != AUTH_METHOD:
             raise invalid_params({"methodId": [f'must be "{AUTH_METHOD}"']})
         token = ((req.field_meta or {}).get("taskdeck/apiKey") or "").strip()
-        token = token or conf.PROCESS.api_key.strip()
+        opened_with = conf.PROCESS.api_key if self.opened_with is None else self.opened_with
+        token = token or opened_with.strip()
         if not token:
             raise auth_required(f"no key: set {KEY_ENV} or pass _meta taskdeck/apiKey")
         key = await db(api_keys.verify)(token)

@@ -124,8 +124,10 @@ class Peer:
         forms: bool = False,
         log: Path | None = None,
         command: list[str] | None = None,
+        cwd: Path | None = None,
     ) -> None:
         self.env = env
+        self.cwd = cwd or ROOT
         self.opted_in = opted_in
         self.forms = forms
         self.log_path = log
@@ -180,7 +182,7 @@ class Peer:
                 self.command[0],
                 *self.command[1:],
                 env=self.env,
-                cwd=str(ROOT),
+                cwd=str(self.cwd),
                 use_unstable_protocol=True,
                 observers=[self._observe],
                 transport_kwargs={"stderr": stderr},

@@ -19,8 +19,10 @@ from django.db import connections
 from a2a import api_keys, services
 from a2a.acp_door.models import AcpSession
 from a2a.models import Suspension, Task
+from tests.acp_door.conftest import relay_command, relay_env
 from tests.acp_door.peer import WAIT, Peer, agent_env, kind, says
 from tests.conftest import AGENT
+from tests.runtime.conftest import wait_for
 from tests.runtime.test_acpx import acpx_runner, messages
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -32,18 +34,31 @@ APPROVAL = {
 }
 
 
-@pytest.fixture(scope="module")
-def editors(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[tuple[Peer, Peer]]:
-    """Editors A and B: two door processes under one key, kept for the module. The key is
+@pytest.fixture(scope="module", params=["stdio", "remote"])
+def editors(
+    request, django_db_setup, django_db_blocker, tmp_path_factory
+) -> Iterator[tuple[Peer, Peer]]:
+    """Editors A and B: two door processes under one key, kept for the module — twice:
+    `manage.py acp`, then the remote door (two relays, each before its own web process,
+    so the one-turn rule and the withdrawn dialogs hold across processes). The key is
     checked once at start-up (TASKDECK_REVALIDATE_SECONDS is long here): the tests' table
     flushes between tests must not read as a revocation."""
     logs = tmp_path_factory.mktemp("acp-commands")
     with django_db_blocker.unblock():
         _, key = api_keys.create_key("editor", ["read", "write"])
         connections.close_all()
-    env = agent_env(key, TASKDECK_REVALIDATE_SECONDS="3600")
-    a = Peer(env, log=logs / "a.log")
-    b = Peer(env, log=logs / "b.log")
+    if request.param == "remote":
+        relay = request.getfixturevalue("relay_file")
+        servers = request.getfixturevalue("acp_servers")
+        to_a, to_b = (
+            relay_command(relay, servers(n, TASKDECK_REVALIDATE_SECONDS="3600")) for n in (1, 2)
+        )
+        a = Peer(relay_env(key), log=logs / "a.log", command=to_a, cwd=relay.parent)
+        b = Peer(relay_env(key), log=logs / "b.log", command=to_b, cwd=relay.parent)
+    else:
+        env = agent_env(key, TASKDECK_REVALIDATE_SECONDS="3600")
+        a = Peer(env, log=logs / "a.log")
+        b = Peer(env, log=logs / "b.log")
     with a, b:
         a.initialize()
         b.initialize()
@@ -190,14 +205,15 @@ def test_an_open_question_is_answered_by_typing_by_command_or_cancelled(a):
         "session/prompt",
         {"sessionId": sid, "prompt": [{"type": "text", "text": "/answer approve: go"}]},
     )
-    a.wait_until(lambda: Task.objects.get(pk=task.id).state == "working", what="the answer")
+    # the database changes with no update to wake the peer's wait_until: poll it
+    wait_for(lambda: Task.objects.get(pk=task.id).state == "working", what="the answer")
     services.complete_task(task.id, actor=AGENT, text="Shipped.")
     done = answered.result(timeout=30)
     assert (done["stopReason"], done["_meta"]["taskdeck"]["state"]) == ("end_turn", "completed")
     # a new question, cancelled between turns: session/cancel cancels the task asking it
     task = asking(a, sid, "Ship 2.15?")
     a.notify("session/cancel", {"sessionId": sid})
-    a.wait_until(lambda: Task.objects.get(pk=task.id).state == "canceled", what="the cancel")
+    wait_for(lambda: Task.objects.get(pk=task.id).state == "canceled", what="the cancel")
     refused = a.error(
         "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "/answer yes"}]}
     )
@@ -249,14 +265,23 @@ def said(done: subprocess.CompletedProcess) -> str:
     )
 
 
-def test_acpx_suspends_and_resumes_with_typed_commands(transactional_db, tmp_path):
+@pytest.mark.parametrize("transport", ["stdio", "remote"])
+def test_acpx_suspends_and_resumes_with_typed_commands(
+    transactional_db, tmp_path, transport, request
+):
     """As a user types in acpx (one agent process, kept by acpx's queue owner; no workers:
     the task stays queued, which the door treats as work going on in the background):
     the turn ends while the task works on (TASKDECK_ACP_BACKGROUND_SECONDS), then
     /suspend, a refused prompt that names /resume, an operator's hold /status names, and
-    /resume and /cancel."""
+    /resume and /cancel; an open question answered by typing. Remote: acpx launches the
+    relay (no database settings) before a server with that setting."""
     _, key = api_keys.create_key("typist", ["read", "write"])
-    run = acpx_runner(key, tmp_path, TASKDECK_ACP_BACKGROUND_SECONDS="1")
+    if transport == "remote":
+        relay = request.getfixturevalue("relay_file")
+        server = request.getfixturevalue("acp_servers")(TASKDECK_ACP_BACKGROUND_SECONDS="1")
+        run = acpx_runner(key, tmp_path, agent=relay_command(relay, server), env=relay_env(key))
+    else:
+        run = acpx_runner(key, tmp_path, TASKDECK_ACP_BACKGROUND_SECONDS="1")
 
     def prompt(text: str) -> subprocess.CompletedProcess:
         return run("--format", "json", "prompt", "-s", "backend", text)
@@ -286,6 +311,13 @@ def test_acpx_suspends_and_resumes_with_typed_commands(transactional_db, tmp_pat
         status = prompt("/status")
         assert "Paused by an operator (ana): incident" in said(status), said(status)
         assert prompt("/resume").returncode == 0
+        # the agent asks; the user answers by typing /answer (the turn follows the task)
+        services.request_input(task.id, actor=AGENT, explanation="Ship 2.14?", request=APPROVAL)
+        status = prompt("/status")
+        assert "Open question: **Ship it?**" in said(status), said(status)
+        answered = prompt("/answer approve: go")
+        assert answered.returncode == 0, answered.stderr.decode()[-2000:]
+        assert Task.objects.get(pk=task.id).state == "working"
         cancel = prompt("/cancel")
         assert "Canceled the task." in said(cancel)
         assert Task.objects.get(pk=task.id).state == "canceled"

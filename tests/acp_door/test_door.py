@@ -1,6 +1,8 @@
 """The ACP door through the official SDK client, without agent workers: identity,
 capabilities, sessions, and suspend/resume on a task no worker has picked up yet (a
-submitted task can be paused), in both directions between the editor and the dashboard."""
+submitted task can be paused), in both directions between the editor and the dashboard.
+Each test runs on both doors (`@BOTH`): `manage.py acp` on stdio, and the remote door —
+the relay, with no database settings, before a live server (tests/acp_door/conftest.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from acp import RequestError
 from a2a import api_keys, services, skills
 from a2a.acp_door.models import AcpSession
 from a2a.models import Suspension, Task
+from tests.acp_door.conftest import BOTH
 from tests.acp_door.peer import kind, says
 from tests.agui.test_websocket import Client as BoardSocket
 from tests.runtime.conftest import wait_for
@@ -34,6 +37,7 @@ def start_prompt(peer, sid: str, text: str = "Roll out 2.14"):
 # --- identity and capabilities -------------------------------------------------------------
 
 
+@BOTH
 def test_initialize_declares_sessions_suspend_and_the_key_it_wants(open_peer, acp_key):
     with open_peer(acp_key) as peer:
         caps = peer.init["agentCapabilities"]
@@ -51,6 +55,7 @@ def test_initialize_declares_sessions_suspend_and_the_key_it_wants(open_peer, ac
         assert modes["currentModeId"] == "approval"
 
 
+@BOTH
 def test_without_a_key_nothing_but_initialize_and_authenticate(open_peer, acp_key, unchanged):
     with open_peer(None) as peer, unchanged():
         for method, params in [
@@ -76,6 +81,7 @@ def test_without_a_key_nothing_but_initialize_and_authenticate(open_peer, acp_ke
         assert peer.new_session(CWD).startswith("sess-")
 
 
+@BOTH
 def test_a_read_key_lists_and_loads_but_cannot_start_or_suspend(
     open_peer, acp_key, transactional_db
 ):
@@ -95,6 +101,7 @@ def test_a_read_key_lists_and_loads_but_cannot_start_or_suspend(
             assert refused.code == -32000 and "'write' scope" in str(refused.data), method
 
 
+@BOTH
 def test_meta_cannot_replace_a_typed_parameter(open_peer, acp_key):
     """The SDK's own routes would let `_meta.cwd` replace `cwd`; the door's do not."""
     with open_peer(acp_key) as peer:
@@ -107,6 +114,7 @@ def test_meta_cannot_replace_a_typed_parameter(open_peer, acp_key):
 # --- sessions ----------------------------------------------------------------------------
 
 
+@BOTH
 def test_modes_are_skills_and_an_unknown_mode_is_refused(open_peer, acp_key, unchanged):
     with open_peer(acp_key) as peer:
         sid = peer.new_session(CWD, mode="batch")
@@ -117,6 +125,7 @@ def test_modes_are_skills_and_an_unknown_mode_is_refused(open_peer, acp_key, unc
         assert AcpSession.objects.get(pk=sid).skill == "batch"
 
 
+@BOTH
 def test_list_pages_and_filters_and_close_hides_a_session_that_never_started(open_peer, acp_key):
     with open_peer(acp_key) as peer:
         here = [peer.new_session(CWD) for _ in range(3)]
@@ -152,6 +161,7 @@ def test_a_closed_session_with_a_task_stays_listed_as_closed_and_loads(open_peer
 # --- suspend and resume from the editor ------------------------------------------------
 
 
+@BOTH
 def test_suspend_ends_the_prompt_and_a_standard_client_sees_it_as_text(open_peer, acp_key):
     with open_peer(acp_key, opted_in=False) as peer:
         sid = peer.new_session(CWD)
@@ -180,6 +190,7 @@ def test_suspend_ends_the_prompt_and_a_standard_client_sees_it_as_text(open_peer
         assert susp.requested_by == "apikey:editor" and susp.reason == "release freeze"
 
 
+@BOTH
 def test_an_opted_in_client_gets_the_seeds_updates(open_peer, acp_key):
     with open_peer(acp_key, opted_in=True) as peer:
         sid = peer.new_session(CWD)
@@ -212,6 +223,7 @@ def test_an_opted_in_client_gets_the_seeds_updates(open_peer, acp_key):
         assert susp.resume_input == {"go": True} and susp.continue_transcript is False
 
 
+@BOTH
 def test_resume_rules_stale_handle_not_suspended_and_plain_reattach(open_peer, acp_key, unchanged):
     with open_peer(acp_key) as peer:
         sid = peer.new_session(CWD)
@@ -239,6 +251,7 @@ def test_resume_rules_stale_handle_not_suspended_and_plain_reattach(open_peer, a
         assert later.code == -32013
 
 
+@BOTH
 def test_suspend_refusals_change_nothing(open_peer, acp_key, unchanged):
     with open_peer(acp_key) as peer:
         sid = peer.new_session(CWD)
@@ -270,6 +283,7 @@ def test_suspend_refusals_change_nothing(open_peer, acp_key, unchanged):
         assert over.code == -32011
 
 
+@BOTH
 def test_a_prompt_to_a_suspended_session_is_refused(open_peer, acp_key, unchanged):
     with open_peer(acp_key) as peer:
         sid = peer.new_session(CWD)
@@ -287,6 +301,7 @@ def test_a_prompt_to_a_suspended_session_is_refused(open_peer, acp_key, unchange
         assert refused.code == -32004 and "type /resume to continue" in refused.data["detail"]
 
 
+@BOTH
 def test_a_client_that_disappears_leaves_its_task_suspended(open_peer, acp_key):
     with open_peer(acp_key) as peer:
         sid = peer.new_session(CWD)
@@ -304,6 +319,7 @@ def test_a_client_that_disappears_leaves_its_task_suspended(open_peer, acp_key):
 # --- both directions with the dashboard ------------------------------------------------------
 
 
+@BOTH
 def test_dashboard_resume_reaches_the_editor_and_editor_suspend_reaches_the_board(
     open_peer, acp_key, op, asgi_server
 ):
@@ -346,6 +362,7 @@ def test_dashboard_resume_reaches_the_editor_and_editor_suspend_reaches_the_boar
         board.close()
 
 
+@BOTH
 def test_an_operator_hold_is_not_lifted_by_a_standard_client(open_peer, acp_key):
     with open_peer(acp_key, opted_in=False) as peer:
         sid = peer.new_session(CWD)
@@ -358,6 +375,7 @@ def test_an_operator_hold_is_not_lifted_by_a_standard_client(open_peer, acp_key)
         assert peer.errors == []
 
 
+@BOTH
 def test_another_tenants_editor_cannot_find_a_session(open_peer, acp_key, unchanged):
     """Sessions belong to the key's tenant, like tasks: another tenant's key gets -32002
     (as for a session that does not exist) on every method that names one."""
@@ -387,6 +405,7 @@ def test_another_tenants_editor_cannot_find_a_session(open_peer, acp_key, unchan
     assert Task.objects.get(pk=task.id).state == "working"
 
 
+@BOTH
 def test_revoking_the_key_ends_the_editors_prompt_and_refuses_the_rest(open_peer, acp_key):
     with open_peer(acp_key) as peer:
         sid = peer.new_session(CWD)

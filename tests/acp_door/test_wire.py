@@ -1,6 +1,8 @@
 """What `manage.py acp` does with lines no real client should send: each gets a JSON-RPC
 error on stdout, nothing is written, and the process keeps serving. Raw bytes on stdin,
-because the SDK client cannot send garbage."""
+because the SDK client cannot send garbage. The same lines through the remote door (the
+relay on stdin, the server's socket behind it: tests/acp_door/conftest.py) get the same
+answers."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import pytest
 from django.db import connections
 
 from a2a.acp_door.models import AcpSession
+from tests.acp_door.conftest import BOTH, relay_command, relay_env
 from tests.acp_door.peer import ROOT, agent_env, schema_problem
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -21,14 +24,14 @@ MAX_LINE = 4096
 
 
 class RawAgent:
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], command: list[str] | None = None, cwd=ROOT) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "manage.py"), "acp"],
+            command or [sys.executable, str(ROOT / "manage.py"), "acp"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=env,
-            cwd=ROOT,
+            cwd=cwd,
         )
         self.lines: queue.Queue[bytes] = queue.Queue()
         self.stderr: list[bytes] = []
@@ -73,10 +76,16 @@ class RawAgent:
 
 
 @pytest.fixture
-def raw_agent(acp_key, django_db_blocker):
+def raw_agent(acp_key, django_db_blocker, transport, request):
+    """The stdio door with a MAX_LINE limit, or the relay before a server that has it."""
     with django_db_blocker.unblock():
         connections.close_all()
-    agent = RawAgent(agent_env(acp_key, TASKDECK_ACP_MAX_LINE_BYTES=str(MAX_LINE)))
+    if transport == "remote":
+        relay = request.getfixturevalue("relay_file")
+        server = request.getfixturevalue("acp_servers")()  # its line limit is MAX_LINE
+        agent = RawAgent(relay_env(acp_key), relay_command(relay, server), cwd=relay.parent)
+    else:
+        agent = RawAgent(agent_env(acp_key, TASKDECK_ACP_MAX_LINE_BYTES=str(MAX_LINE)))
     init = agent.call(0, "initialize", {"protocolVersion": 1})
     assert init["result"]["protocolVersion"] == 1, init
     yield agent
@@ -105,6 +114,7 @@ BAD_LINES = [
 ]
 
 
+@BOTH
 def test_every_bad_line_is_answered_and_the_agent_keeps_serving(raw_agent, unchanged):
     with unchanged():
         for line, rpc_id, code in BAD_LINES:
@@ -177,6 +187,7 @@ REFUSED_CALLS = [
 ]
 
 
+@BOTH
 def test_bad_requests_get_their_error_with_their_id_and_write_nothing(raw_agent, unchanged):
     with unchanged():
         for i, (method, params, code) in enumerate(REFUSED_CALLS, start=10):
@@ -224,6 +235,7 @@ def test_mcp_servers_are_refused_not_ignored(raw_agent, unchanged):
     assert AcpSession.objects.count() == 1
 
 
+@BOTH
 def test_a_relative_cwd_is_refused_with_a_reason_and_absolute_ones_are_taken(raw_agent):
     refused = raw_agent.call(1, "session/new", {"cwd": "src", "mcpServers": []})["error"]
     assert refused["code"] == -32602
@@ -236,6 +248,7 @@ def test_a_relative_cwd_is_refused_with_a_reason_and_absolute_ones_are_taken(raw
     assert AcpSession.objects.count() == 3
 
 
+@BOTH
 def test_stdout_carries_protocol_lines_only(raw_agent):
     """Logs, warnings and a failing request's traceback go to stderr; every stdout line
     parses as a JSON-RPC message."""

@@ -29,7 +29,15 @@ from a2a import services, skills
 from a2a.lifecycle import TERMINAL
 from a2a.models import Task
 from a2a.runtime.models import RunLease
-from tests.acp_door.conftest import acp_key, op, open_peer, operator  # noqa: F401 (fixtures)
+from tests.acp_door.conftest import (  # noqa: F401 (fixtures)
+    acp_key,
+    acp_servers,
+    op,
+    open_peer,
+    operator,
+    relay_file,
+    transport,
+)
 from tests.conftest import CLIENT, user_message
 from tests.runtime.agents import asker, flaky, fragile, shifty
 

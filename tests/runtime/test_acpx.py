@@ -22,9 +22,17 @@ ACPX = ROOT / ".acp-peers" / "node_modules" / ".bin" / "acpx"
 AGENT = f"{shlex.quote(sys.executable)} {shlex.quote(str(ROOT / 'manage.py'))} acp"
 
 
-def acpx_runner(acp_key: str, tmp_path, **agent_extra: str):
+def acpx_runner(
+    acp_key: str,
+    tmp_path,
+    *,
+    agent: list[str] | None = None,
+    env: dict | None = None,
+    **agent_extra,
+):
     """run(*args) → the finished acpx process; HOME is a fresh directory (acpx keeps its
-    sessions under ~/.acpx), the agent gets the test database, the key and `agent_extra`."""
+    sessions under ~/.acpx), the agent gets the test database, the key and `agent_extra` —
+    or runs `agent` (a command) with `env` (the remote door's relay)."""
     if not ACPX.exists():
         reason = "acpx is not installed: run `make acp-peers`"
         if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
@@ -33,18 +41,29 @@ def acpx_runner(acp_key: str, tmp_path, **agent_extra: str):
     home, work = tmp_path / "home", tmp_path / "work"
     home.mkdir()
     work.mkdir()
-    env = {**agent_env(acp_key, **agent_extra), "HOME": str(home)}
+    env = {**(env if env is not None else agent_env(acp_key, **agent_extra)), "HOME": str(home)}
+    command = shlex.join(agent) if agent else AGENT
 
     def run(*args: str, timeout: float = 90) -> subprocess.CompletedProcess:
-        cmd = [str(ACPX), "--agent", AGENT, "--cwd", str(work), *args]
+        cmd = [str(ACPX), "--agent", command, "--cwd", str(work), *args]
         return subprocess.run(cmd, env=env, capture_output=True, timeout=timeout, check=False)
 
     return run
 
 
-@pytest.fixture
-def acpx(runtime, acp_key, tmp_path):
-    run = acpx_runner(acp_key, tmp_path)
+@pytest.fixture(params=["stdio", "remote"])
+def acpx(request, runtime, acp_key, tmp_path):
+    """acpx driving `manage.py acp`, or the remote door's relay (no database settings)
+    before a live server (tests/acp_door/conftest.py)."""
+    if request.param == "remote":
+        from tests.acp_door.conftest import relay_command, relay_env
+
+        relay = request.getfixturevalue("relay_file")
+        server = request.getfixturevalue("acp_servers")()
+        agent = relay_command(relay, server)
+        run = acpx_runner(acp_key, tmp_path, agent=agent, env=relay_env(acp_key))
+    else:
+        run = acpx_runner(acp_key, tmp_path)
     yield run
     run("sessions", "close", "backend", timeout=30)
     settle_tasks(list(Task.objects.values_list("id", flat=True)))
