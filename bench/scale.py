@@ -33,9 +33,10 @@ the issue's target is at most 1.25x):
   once per size it prints what the board holds against the database (issue 29: every
   task waiting for input or paused by an operator on the board, counts equal the inbox);
 - inbox, audit: those dashboard pages (GET, the operator's session); the board and the
-  inbox show the same at every size (`prepare`: WAITING approvals, a page and more, and
-  HELD operator pauses, more than the snapshot's budget), so full/empty is the cost of
-  the database's size, not of a fuller page;
+  inbox show the same at every size (`prepare`: WAITING approvals, a page and more,
+  RESOLVED answered ones, its resolved list and more, and HELD operator pauses, more than
+  the snapshot's budget), so full/empty is the cost of the database's size, not of a
+  fuller page;
 - timeline: the task page of one task with 2,000 timeline entries (progress reports);
 - search: the history page (/history, agui/search.py), the calls cycling through
   SEARCHES: a task's whole id and its short id (a task made before the fill), a word every
@@ -239,6 +240,7 @@ def coverage(bench: Bench) -> str:
 
 BASE = (DEEP_PAGES + 2) * 50  # the measuring tenant's completed tasks at every size
 WAITING = 60  # approvals waiting at every size: more than the inbox's page (50)
+RESOLVED = 60  # approvals answered at every size: more than the inbox's resolved list (50)
 HELD = 300  # operator pauses of ~2.5 KB at every size: more than the board's snapshot holds
 APPROVAL = {
     "title": "Approve the rollout",
@@ -250,7 +252,7 @@ def prepare(bench: Bench) -> dict:
     """Tasks every size's calls act on, made once before the first size: BASE completed
     tasks of the measuring tenant (through the services: so "empty" has enough for a
     deep page), working ones to pause, the task with the long timeline, and what fills
-    the board and the inbox at every size (WAITING, HELD)."""
+    the board and the inbox at every size (WAITING, RESOLVED, HELD)."""
     from a2a import services
     from a2a.auth import authenticate
 
@@ -288,6 +290,17 @@ def prepare(bench: Bench) -> dict:
         tid = services.create_task(msg, actor=bench.template_actor, skill="approval").id
         services.start_task(tid, actor=agent)
         services.request_input(tid, actor=agent, explanation="Approve?", request=APPROVAL)
+    # ... and RESOLVED answered ones: the inbox lists the 50 last resolved below its page,
+    # which an empty database had none of (its page was a third the size of a full one's)
+    for i in range(RESOLVED):
+        msg = services.IncomingMessage(
+            message_id=f"done-{uuid.uuid4()}", parts=[{"kind": "text", "text": f"rollout {i}"}]
+        )
+        tid = services.create_task(msg, actor=bench.template_actor, skill="approval").id
+        services.start_task(tid, actor=agent)
+        asked = services.request_input(tid, actor=agent, explanation="Approve?", request=APPROVAL)
+        answer = {"decision": {"decision": "approve", "comment": f"ship {i}"}}
+        services.answer_input(tid, asked["requestId"], answer, actor=operator, via="bench")
     for i in range(HELD):
         msg = services.IncomingMessage(
             message_id=f"held-{uuid.uuid4()}", parts=[{"kind": "text", "text": f"export {i}"}]

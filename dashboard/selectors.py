@@ -252,6 +252,10 @@ INBOX_SCAN = 1000  # pending requests a search reads for one page, at most
 INBOX_COUNT_CAP = 10_000  # "10,000+ waiting" beyond: a count that stays cheap
 
 
+# What a resolved request's record reads: the request, and its task's id and skill
+_RECORD_FIELDS = [f.name for f in Interrupt._meta.concrete_fields] + ["task__id", "task__skill"]
+
+
 class BadCursor(ValueError):
     """An inbox page link this server did not make (or a mangled one)."""
 
@@ -313,9 +317,12 @@ def inbox(
     more = len(read) > scan
     read = read[:scan]
     # cut in the query: every request ever answered is resolved (it read them all, then
-    # kept a hundred)
+    # kept a hundred). A record shows its task's id and skill only, so the rest of the
+    # task's row (metadata, request, progress: JSON decoded per row) is not read; and a
+    # search reads twice the list, to have some left after its filter.
     resolved = base.filter(RESOLVED).order_by("-resolved_at", "-interrupt_id")
-    resolved = list(resolved[: resolved_limit * 2])
+    resolved = resolved.only(*_RECORD_FIELDS)
+    resolved = list(resolved[: resolved_limit * 2 if terms else resolved_limit])
     ids = {i.task_id for i in read + resolved}
     titles = dict(ViewTask.objects.filter(task_id__in=ids).values_list("task_id", "entry__title"))
 
