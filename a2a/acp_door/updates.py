@@ -113,12 +113,21 @@ def read_facts(
     ]
 
 
-def _chunk(kind: str, text: str) -> dict[str, Any]:
-    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+def _chunk(kind: str, text: str, message_id: str | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+    if message_id is not None:
+        out["messageId"] = message_id
+    return out
 
 
-def _say(text: str) -> dict[str, Any]:
-    return _chunk("agent_message_chunk", text)
+def _say(text: str, fact: Fact | None = None, n: int = 0) -> dict[str, Any]:
+    """One whole agent message: its own `messageId` (`msg-<eventId>[-n]`, stable across
+    replays) so an editor starts a new message, and a closing line break, because a
+    client that ignores messageId (acpx 0.19) writes chunks back to back and would glue
+    "…rejected (no comment).Plan rejected: …" (docs/acp.md, "What an editor sees")."""
+    text = text if text.endswith("\n") else text + "\n"
+    mid = None if fact is None else f"msg-{fact.event.pk}" + (f"-{n}" if n else "")
+    return _chunk("agent_message_chunk", text, mid)
 
 
 def _task_call(task: Task) -> str:
@@ -172,12 +181,16 @@ def request_of(fact: Fact) -> dict[str, Any]:
     return find_data_part(fact.message.parts, REQUEST_TYPE) or {}
 
 
-def _artifact_text(fact: Fact) -> str:
+def _artifact_text(fact: Fact, *, start: int | None = None, upto: int | None = None) -> str:
+    """The parts this event added (default), or `start`..`upto` of the artifact (an
+    append's card shows the artifact so far: a tool_call_update's content replaces)."""
     a = fact.artifact
     if a is None:
         return ""
-    start = fact.data.get("partsFrom", 0)
-    parts = a.parts[start : start + fact.data.get("partsCount", len(a.parts) - start)]
+    if start is None:
+        start = fact.data.get("partsFrom", 0)
+        upto = start + fact.data.get("partsCount", len(a.parts) - start)
+    parts = a.parts[start:upto]
     out = []
     for p in parts:
         if p.get("kind") == "text":
@@ -234,9 +247,10 @@ def _user_said(fact: Fact) -> list[dict[str, Any]]:
         data = fact.data
         said = text_of(fact.message.parts) if fact.message else ""
         shown = said or json.dumps(data.get("values") or {}, sort_keys=True)
-        return [_chunk("user_message_chunk", f"{data.get('decision', 'provided')}: {shown}")]
+        said = f"{data.get('decision', 'provided')}: {shown}"
+        return [_chunk("user_message_chunk", said, f"user-{fact.event.pk}")]
     if fact.message is not None and text_of(fact.message.parts):
-        return [_chunk("user_message_chunk", text_of(fact.message.parts))]
+        return [_chunk("user_message_chunk", text_of(fact.message.parts), f"user-{fact.event.pk}")]
     return []
 
 
@@ -251,7 +265,9 @@ def _created(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
             "status": "pending",
             "rawInput": {"taskId": task.id, "skill": task.skill},
             "_meta": _task_meta(fact),
-        }
+        },
+        # the editor's session title: what the latest task is (a standard kind)
+        {"sessionUpdate": "session_info_update", "title": f"Taskdeck: {task.skill}"},
     ]
 
 
@@ -263,7 +279,30 @@ def _agent_said(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
     """Agent text (a user's message shows only in a replay: `_user_said`)."""
     said = fact.message is not None and is_agent_text(fact.kind, fact.data)
     text = text_of(fact.message.parts) if said else ""
-    return [_say(text)] if text else []
+    return [_say(text, fact)] if text else []
+
+
+PLAN_STEPS = 20  # more steps than this are one plan entry "n of m"
+
+
+def _plan(done: Any, total: Any, *, finished: bool = False) -> dict[str, Any]:
+    """Progress as the editor's plan: one entry per step (done, current, to do), or one
+    entry "n of m" when there are more than PLAN_STEPS steps or no count."""
+
+    def entry(content: str, status: str) -> dict[str, Any]:
+        return {"content": content, "priority": "medium", "status": status}
+
+    if not (isinstance(done, int) and isinstance(total, int)) or not 0 < total <= PLAN_STEPS:
+        status = "completed" if finished else "in_progress"
+        return {"sessionUpdate": "plan", "entries": [entry(f"{done} of {total}", status)]}
+    entries = [
+        entry(
+            f"Step {i} of {total}",
+            "completed" if finished or i <= done else "in_progress" if i == done + 1 else "pending",
+        )
+        for i in range(1, total + 1)
+    ]
+    return {"sessionUpdate": "plan", "entries": entries}
 
 
 def _progress(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
@@ -274,10 +313,12 @@ def _progress(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
             "in_progress",
             content=_text_content(f"{done} of {total}"),
             rawOutput={"progress": {"done": done, "total": total}},
-        )
+        ),
     ]
     if fact.data.get("plan"):  # a hosted ACP agent's plan: passed on as it sent it
-        out.append({"sessionUpdate": "plan", "entries": fact.data["plan"]})
+        out.insert(0, {"sessionUpdate": "plan", "entries": fact.data["plan"]})
+    else:  # else the steps as the editor's plan
+        out.insert(0, _plan(done, total))
     return out
 
 
@@ -303,24 +344,40 @@ def _tool_call(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
 
 
 def _artifact(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
+    """One card per artifact: its first part opens it (`tool_call`), each append updates
+    the same card (`tool_call_update`, same toolCallId) with the artifact as it stands
+    after that append, so a 20-item batch is one card, not twenty."""
     data = fact.data
     name = fact.artifact.name if fact.artifact else data.get("artifactId")
+    raw = {"artifactId": data.get("artifactId"), "taskId": fact.task.id}
+    call = f"artifact-{fact.task.id}-{data.get('artifactId')}"
+    if data.get("append"):
+        so_far = data.get("partsFrom", 0) + data.get("partsCount", 0)
+        return [
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": call,
+                "status": "completed",
+                "content": _text_content(_artifact_text(fact, start=0, upto=so_far or None)),
+                "rawOutput": {**raw, "parts": so_far or None},
+            }
+        ]
     return [
         {
             "sessionUpdate": "tool_call",
-            "toolCallId": f"artifact-{fact.event.pk}",
-            "title": f"Artifact {name}" + (" (appended)" if data.get("append") else ""),
+            "toolCallId": call,
+            "title": f"Artifact {name}",
             "kind": "other",
             "status": "completed",
             "content": _text_content(_artifact_text(fact)),
-            "rawOutput": {"artifactId": data.get("artifactId"), "taskId": fact.task.id},
+            "rawOutput": raw,
         }
     ]
 
 
 def _asked(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
     explanation = text_of(fact.message.parts) if fact.message else fact.event.reason
-    return [_say(question_text(request_of(fact), explanation))]
+    return [_say(question_text(request_of(fact), explanation), fact)]
 
 
 def _suspended(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
@@ -336,7 +393,8 @@ def _suspended(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
     return [
         _say(
             f"⏸ Suspended by {who}: {facts['reason'] or 'no reason given'} "
-            f"(handle {facts['handle']}, by {fact.event.actor}); {out}."
+            f"(handle {facts['handle']}, by {fact.event.actor}); {out}.",
+            fact,
         ),
         {
             "sessionUpdate": "session_info_update",
@@ -350,7 +408,7 @@ def _resumed(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
     if opted_in:
         return [{"sessionUpdate": "resumed", **facts, "_meta": _task_meta(fact)}]
     return [
-        _say(f"▶ Resumed ({facts['cause']})"),
+        _say(f"▶ Resumed ({facts['cause']})", fact),
         {
             "sessionUpdate": "session_info_update",
             "_meta": {SUSPEND_META: {"state": "resumed", **facts}, **_task_meta(fact)},
@@ -361,7 +419,9 @@ def _resumed(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
 def _completed(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
     out = []
     if fact.message is not None and (text := text_of(fact.message.parts)):
-        out.append(_say(text))
+        out.append(_say(text, fact))
+    if progress := fact.task.progress:  # a completed task's progress no longer changes
+        out.append(_plan(progress.get("done"), progress.get("total"), finished=True))
     out.append(_tool_update(fact.task, "completed"))
     return out
 
@@ -378,7 +438,7 @@ def _ended_badly(fact: Fact, opted_in: bool) -> list[dict[str, Any]]:
     """Failed, rejected, canceled or timed out: the reason, and the task's call failed."""
     word = ENDED_BADLY[fact.kind]
     return [
-        _say(f"{word}: {fact.event.reason or 'no reason given'}"),
+        _say(f"{word}: {fact.event.reason or 'no reason given'}", fact),
         _tool_update(fact.task, "failed"),
     ]
 

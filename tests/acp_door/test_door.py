@@ -184,7 +184,8 @@ def test_suspend_ends_the_prompt_and_a_standard_client_sees_it_as_text(open_peer
         assert answer["stopReason"] == "end_turn"
         assert answer["_meta"]["taskdeck/suspend"]["handle"] == susp.handle
         peer.wait_update(sid, says("⏸ Suspended by the client: release freeze"))
-        info = peer.wait_update(sid, kind("session_info_update"))
+        # the suspension's session_info_update (the task's title came in one of its own)
+        info = peer.wait_update(sid, lambda u: kind("session_info_update")(u) and "_meta" in u)
         assert info["_meta"]["taskdeck/suspend"]["state"] == "suspended"
         assert peer.errors == []  # never an update kind a standard client refuses
         assert susp.requested_by == "apikey:editor" and susp.reason == "release freeze"
