@@ -75,7 +75,8 @@ def test_an_approval_is_asked_as_a_permission_and_the_answer_decides(editor, cho
         assert what == "permission" and tool_call["title"] == "Approve the plan"
         seen = peer.seen(sid)
         assert any(u.get("title") == "Artifact plan.md" for u in seen)
-        assert says(ending)(seen[-2]) and finished(seen[-1])
+        told = [u for u in seen if u.get("sessionUpdate") != "plan"]  # the steps, beside
+        assert says(ending)(told[-2]) and finished(told[-1])
         assert peer.errors == []
 
 
