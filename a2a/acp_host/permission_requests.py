@@ -6,7 +6,9 @@ permission's outcome. One question is open at a time (parallel tool calls queue)
 request made while the task is paused (finish_step holds the agent's output) is asked
 when the task works again; a request whose turn was cancelled, or whose task ended, is
 answered `cancelled` — ACP asks the client to, and an agent may wait for it before it
-stops.
+stops. A request whose scope the operator answered with "Always allow" / "Always reject"
+earlier in the session is answered from that memory instead, without asking
+(a2a.acp_host.permission_memory).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from acp import schema as s
 
 from a2a import selectors, services
 from a2a.acp_host import store
+from a2a.acp_host.permission_memory import PermissionMemory
 from a2a.acp_host.permissions import answer_to_outcome, as_input_request
 from a2a.errors import TaskError
 from a2a.lifecycle import TERMINAL, State, TransitionRefused
@@ -41,6 +44,7 @@ class PermissionRequests:
         self.lock = asyncio.Lock()  # one open input request at a time
         self.works = asyncio.Event()  # the task is working: held requests may be asked
         self.epoch = 0  # bumped when a turn is cancelled: its held requests are void
+        self.memory = PermissionMemory(run)  # "Always allow" / "Always reject" answers
 
     @property
     def busy(self) -> bool:
@@ -85,6 +89,9 @@ class PermissionRequests:
                     self.works.clear()
                     run.nudge.set()
                     await self.works.wait()
+                remembered = await self.memory.answer(tool_call, options)
+                if remembered is not None:
+                    return remembered  # asked before with "always": nobody is asked again
                 request = as_input_request(tool_call, options)
                 explanation = request.pop("explanation")
                 try:
@@ -94,6 +101,7 @@ class PermissionRequests:
                 except (TaskError, TransitionRefused, ValidationFailed) as exc:
                     log.warning("task %s: permission request not asked: %s", run.task_id, exc)
                     return CANCELLED
+                self.memory.asking(canonical["requestId"], tool_call)
                 fut: asyncio.Future = asyncio.get_running_loop().create_future()
                 self.open = (canonical["requestId"], options, fut)
                 run.nudge.set()
@@ -109,8 +117,10 @@ class PermissionRequests:
         if answered is None:
             return
         self.open = None
+        outcome = answer_to_outcome(answered, options)
         if not fut.done():
-            fut.set_result(answer_to_outcome(answered, options))
+            fut.set_result(outcome)
+        await self.memory.answered(request_id, outcome, options)
 
     def void(self) -> None:
         """The turn is being cancelled: requests it held while paused are void now."""
