@@ -5,7 +5,7 @@ An agent's process holds 40-60 MB whether it works or waits for a message; a rev
 leaves a few sessions open for a day kept them all. A held session (a2a.acp_host.session)
 whose agent has done nothing for the agent's idle limit (`idleSeconds`, else
 TASKDECK_ACP_HOST_IDLE_SECONDS; 0: never) — no turn in flight, no permission asked or
-held, no output held, no session/suspend in flight, nothing heard from the agent — has its
+held, no session/suspend in flight, no message waiting, nothing heard from the agent — has its
 process stopped (stdin closed, then terminated, then killed: the SDK's way), and the
 timeline says so (`idle_stopped`, a host note that does not end the task's idle: the
 dashboard still reads "Idle — waiting for your next message"). The task does not change.
@@ -57,8 +57,7 @@ class IdleStop:
         run = self.run
         suspending = run.pauses.suspending
         return (
-            run.turns.running
-            or bool(run.recorder.held)
+            run.turns.running  # output held for a pause is the recorder's, not the agent's
             or run.permissions.busy
             or (suspending is not None and not suspending.done())
             or snap.next_message is not None

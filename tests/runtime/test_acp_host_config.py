@@ -43,6 +43,8 @@ def test_an_editors_entry_becomes_a_skill():
         ({"command": "x", "cwd": "work"}, "`cwd` must be an absolute path"),
         ({"command": "x", "skill": "Not OK"}, "`skill` must be"),
         ({"command": "x", "turnSeconds": -1}, "`turnSeconds` must be a number"),
+        ({"command": "x", "idleSeconds": "5m"}, "`idleSeconds` must be a number"),
+        ({"command": "x", "idleSeconds": True}, "`idleSeconds` must be a number"),
         ("npx agent", "must be an object with a command"),
     ],
 )
@@ -73,3 +75,12 @@ def test_a_file_two_agents_with_one_skill_and_a_broken_file_are_refused(tmp_path
                     config.agents()
     finally:
         config.agents.cache_clear()
+
+
+def test_an_agents_idle_limit_is_its_own_else_the_settings_and_zero_is_never():
+    """`idleSeconds` absent: TASKDECK_ACP_HOST_IDLE_SECONDS (300 unless set); 0: never."""
+    assert config.parse("A", {"command": "a"}).idle_limit() == 300
+    with override_settings(TASKDECK={"ACP_HOST": {"IDLE_SECONDS": 60}}):
+        assert config.parse("A", {"command": "a"}).idle_limit() == 60
+        assert config.parse("A", {"command": "a", "idleSeconds": 0}).idle_limit() == 0
+        assert config.parse("A", {"command": "a", "idleSeconds": 1.5}).idle_limit() == 1.5

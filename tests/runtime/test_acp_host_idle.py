@@ -116,7 +116,7 @@ def test_an_idle_agent_is_stopped_and_its_next_message_resumes_its_session(
     op.force_login(make_user(django_user_model, "ana", roles.OPERATORS))
     page = op.get(f"/tasks/{task.id}").content.decode()
     assert "Idle — waiting for your next message" in page
-    assert "Stopped the idle agent&#x27;s process" in page or "Stopped the idle agent" in page
+    assert "Stopped the idle agent" in page  # the timeline's entry
 
     # the next message (here the dashboard's message box) starts it and takes it up
     assert op.post(f"/tasks/{task.id}/message", {"text": "echo second"}).status_code == 302
@@ -156,6 +156,21 @@ def test_an_idle_agent_that_cannot_reload_gets_a_new_session_that_answers(hosted
     fresh = notes(task.id, "new_session")
     assert len(fresh) == 1 and "new agent session: the agent cannot reload its history" in fresh[0]
     assert HostedSession.objects.get(task_id=task.id).session_id != first_session
+
+
+def test_a_parked_agent_stopped_idle_hears_of_its_resume(hosted, host):
+    """Parked for an event (possibly for days): stopped idle, and the event's resume starts
+    it, takes its session up and passes the resume on with its input."""
+    task = hosted("rfc-sleepy", 'park {"onEvent": "idle.ci.done"}')
+    wait_state(task.id, State.PAUSED_BY_AGENT)
+    session = HostedSession.objects.get(task_id=task.id).session_id
+    pid = int(next(line for line in host.prompts() if session in line).split()[0])
+    wait_for(lambda: not alive(pid), 30, "the parked agent's process to be stopped")
+    assert notes(task.id, "idle_stopped")
+    services.emit_event("idle.ci.done", {"ok": True}, actor=OPERATOR)
+    said = wait_text(task.id, "resumed input=")
+    assert said[-1].startswith('resumed input={"event": "idle.ci.done"')
+    assert "session/resume" in notes(task.id, "woken")[0]
 
 
 # ----- "Always allow" / "Always reject", remembered for the session -------------------------
