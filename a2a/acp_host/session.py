@@ -130,6 +130,7 @@ class HostedRun:
         if snap.state in leases.RUNNABLE and (
             snap.wakeups != snap.served or snap.next_message is not None
         ):
+            self.idle.touch()  # work waits (its turn may wait for a lapsed run lease)
             await self.turns.next()
         else:
             await self.idle.check(snap)  # idle long enough: its process is stopped
