@@ -1,12 +1,12 @@
 """A hosted session that costs nothing while idle: its agent's process stopped after a
 while, and started again by the next message.
 
-An agent's process holds 40-60 MB whether it works or waits for a message; a review that
-leaves a few sessions open for a day kept them all. A held session (a2a.acp_host.session)
-whose agent has done nothing for the agent's idle limit (`idleSeconds`, else
+An agent's process holds 40-65 MB whether it works or waits for a message; a review that
+left a few sessions open kept them all. A held session (a2a.acp_host.session) whose agent
+has done nothing for the agent's idle limit (`idleSeconds`, else
 TASKDECK_ACP_HOST_IDLE_SECONDS; 0: never) — no turn in flight, no permission asked or
-held, no session/suspend in flight, no message waiting, nothing heard from the agent — has its
-process stopped (stdin closed, then terminated, then killed: the SDK's way), and the
+held, no session/suspend in flight, no message waiting, nothing heard from the agent — has
+its process stopped (stdin closed, then terminated, then killed: the SDK's way), and the
 timeline says so (`idle_stopped`, a host note that does not end the task's idle: the
 dashboard still reads "Idle — waiting for your next message"). The task does not change.
 
