@@ -344,6 +344,14 @@ class AcpHost(Section):
     max_sessions = Whole(
         "TASKDECK_ACP_MAX_SESSIONS", 50, "the most sessions one supervisor holds", at_least=0
     )
+    # an agent's process costs 40-60 MB whether it works or waits: one idle this long is
+    # stopped, and started again (its session taken up) by the next message
+    idle_seconds = Number(
+        "TASKDECK_ACP_HOST_IDLE_SECONDS",
+        300,
+        "a hosted agent idle this long is stopped until its next message (0: never)",
+        at_least=0,
+    )
     sessions_dir = Text(
         "TASKDECK_ACP_SESSIONS_DIR", _sessions_dir, "where sessions without a cwd run"
     )

@@ -105,7 +105,7 @@ class ToolCallData(TypedDict, closed=True):
 
 HostNote = Literal[
     "exited", "turn_lost", "takeover", "refused", "stalled", "output_limit", "garbage",
-    "new_session", "cancelled_turn", "asked_again",
+    "new_session", "cancelled_turn", "asked_again", "idle_stopped", "woken", "remembered",
 ]  # fmt: skip
 
 
@@ -276,6 +276,13 @@ def is_user_message(kind: str, data: dict[str, Any] | None) -> bool:
     if kind not in USER_MESSAGE_KINDS:
         return False
     return kind != EventKind.MESSAGE_ADDED or (data or {}).get("role") == "user"
+
+
+def keeps_idle(kind: str, data: dict[str, Any] | None) -> bool:
+    """An event after a hosted session's `turn_ended` that does not end its idle: the host
+    stopping the idle agent's process (a2a.acp_host.idle) changes nothing the user waits
+    for — the session still takes up the next message. Every other event ends the idle."""
+    return kind == EventKind.HOST_NOTE and (data or {}).get("what") == "idle_stopped"
 
 
 def is_agent_text(kind: str, data: dict[str, Any] | None) -> bool:

@@ -36,7 +36,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from a2a import endings, notify, periodic
-from a2a.event_kinds import ENDING_KINDS, EventKind, is_agent_text, is_user_message
+from a2a.event_kinds import ENDING_KINDS, EventKind, is_agent_text, is_user_message, keeps_idle
 from a2a.formats import pause_facts, text_of, ts
 from a2a.lifecycle import State
 from a2a.models import Message, Suspension, Task, TaskEvent
@@ -205,7 +205,10 @@ def project_task(
         )
         recount = recount or event.kind == EventKind.ARTIFACT_ADDED
         waiting = _waiting_for_worker(event, waiting)
-        idle = ts(event.created_at) if event.kind == EventKind.TURN_ENDED else None
+        if event.kind == EventKind.TURN_ENDED:
+            idle = ts(event.created_at)
+        elif not keeps_idle(event.kind, event.data):
+            idle = None
         if event.kind == EventKind.INPUT_PROVIDED:
             decision = (event.data or {}).get("decision") or "provided"
             answered = event

@@ -9,7 +9,10 @@ Python SDK); this process writes messages through the services and polls the dat
   session/new, the prompt, its reply written);
 - warm turn: a message to an open session -> its reply written;
 - N sessions at once: N tasks created together -> the last reply, and the supervisor's
-  CPU time per warm turn (its own process; the agents' are not counted).
+  CPU time per warm turn (its own process; the agents' are not counted);
+- woken turn: a message to a session whose agent was stopped idle (a2a/acp_host/idle.py,
+  the agent's idleSeconds 0.5) -> its reply (the process started again, initialize,
+  session/resume, the prompt, its reply written).
 """
 
 from __future__ import annotations
@@ -45,7 +48,9 @@ def main() -> None:
     (var / "rfc").mkdir()
     state = {"RFC_AGENT_STATE_DIR": str(var / "rfc")}
     agents = {"RFC": {"command": sys.executable, "args": [str(PEER)], "env": state,
-                      "skill": "rfc"}}  # fmt: skip
+                      "skill": "rfc"},
+              "Sleepy RFC": {"command": sys.executable, "args": [str(PEER)], "env": state,
+                             "skill": "rfc-sleepy", "idleSeconds": 0.5}}  # fmt: skip
     (var / "agents.json").write_text(json.dumps({"agent_servers": agents}))
     env.update(TASKDECK_ACP_AGENTS=str(var / "agents.json"), TASKDECK_WAKE_DIR=str(var / "wake"))
     os.environ.update(env)
@@ -56,7 +61,8 @@ def main() -> None:
     from django.core.management import call_command
 
     from a2a import services
-    from a2a.models import Message
+    from a2a.event_kinds import EventKind
+    from a2a.models import Message, TaskEvent
 
     call_command("migrate", verbosity=0)
     log = open(var / "supervisor.log", "w")  # noqa: SIM115
@@ -113,6 +119,25 @@ def main() -> None:
             wait_replies(task_id, 1, timeout=120)
         took = time.perf_counter() - started
         print(f"{args.sessions} sessions started together: last reply after {took:.2f} s")
+
+        def stops(task_id: str) -> int:
+            return TaskEvent.objects.filter(
+                task_id=task_id, kind=EventKind.HOST_NOTE, data__what="idle_stopped"
+            ).count()
+
+        sleepy = services.create_task(message("echo hi"), actor=actor, skill="rfc-sleepy").id
+        woken = []
+        for i in range(10):
+            deadline = time.monotonic() + 30
+            while stops(sleepy) < i + 1:  # its agent stopped idle
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the idle agent was not stopped ({var})")
+                time.sleep(0.01)
+            started = time.perf_counter()
+            services.add_message(sleepy, message(f"echo {i}"), actor=actor)
+            wait_replies(sleepy, i + 2)
+            woken.append(time.perf_counter() - started)
+        print(f"woken turn (agent stopped idle): message -> reply  {percentiles(woken)}")
     finally:
         host.send_signal(signal.SIGTERM)
         try:

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from a2a.endings import Ending, ending_of
-from a2a.event_kinds import ENDING_KINDS, EventKind
+from a2a.event_kinds import ENDING_KINDS, EventKind, keeps_idle
 from a2a.models import Artifact, Message, Suspension, Task, TaskEvent
 from agui.models import Interrupt
 
@@ -99,6 +99,9 @@ HOST_NOTES = {
     "new_session": "Started a new session of the agent",
     "cancelled_turn": "The turn was cancelled (its work is lost)",
     "asked_again": "Asked the agent's question again",
+    "idle_stopped": "Stopped the idle agent's process (the next message starts it again)",
+    "woken": "Started the agent again for the next message",
+    "remembered": "Answered a permission request from the session's memory",
 }
 
 
@@ -196,7 +199,10 @@ def build(task_id: str, *, whole: bool = False) -> Detail:
     waiting_since = idle_since = None
     answered = ended = None
     for ev in events:
-        idle_since = ev.created_at if ev.kind == EventKind.TURN_ENDED else None
+        if ev.kind == EventKind.TURN_ENDED:
+            idle_since = ev.created_at
+        elif not keeps_idle(ev.kind, ev.data):
+            idle_since = None
         if ev.kind == EventKind.INPUT_PROVIDED:
             decision = (ev.data or {}).get("decision") or ""
             answered = ev

@@ -12,7 +12,9 @@ TASKDECK_ACP_AGENTS (settings TASKDECK["ACP_HOST"]["AGENTS_FILE"]) — either
 - `turnSeconds`: a turn with no message from the agent for this long is cancelled, then
   the agent stopped (default TASKDECK["ACP_HOST"]["TURN_SECONDS"]);
 - `requestSeconds`: how long it may take to start and answer initialize, session/new,
-  load, resume or suspend (default TASKDECK["ACP_HOST"]["REQUEST_SECONDS"]).
+  load, resume or suspend (default TASKDECK["ACP_HOST"]["REQUEST_SECONDS"]);
+- `idleSeconds`: a session idle this long has its process stopped until its next message
+  (default TASKDECK["ACP_HOST"]["IDLE_SECONDS"]; 0: never).
 
 Zed's own choices in an entry (`default_mode`, `default_model`, `favorite_models` …,
 EDITOR_KEYS) are ignored with a note in the log, so a block copied from Zed starts as is;
@@ -40,7 +42,7 @@ from a2a.skills import HOSTED_TAG  # on every hosted agent's skill card (a2a.ski
 log = logging.getLogger(__name__)
 
 SPEC_KEYS = {"type", "command", "args", "env", "description", "tags", "examples", "skill",
-             "cwd", "turnSeconds", "requestSeconds", "name"}  # fmt: skip
+             "cwd", "turnSeconds", "requestSeconds", "idleSeconds", "name"}  # fmt: skip
 # Keys Zed's `agent_servers` entries carry that are the editor's own choices (its picker's
 # defaults and favourites): harmless to a host, which picks nothing for the user. A block
 # copied from Zed's settings starts with them ignored (and a note in the log).
@@ -61,6 +63,11 @@ class HostedAgent:
     cwd: str = ""
     turn_seconds: float = 0.0
     request_seconds: float = 0.0
+    idle_seconds: float | None = None  # None: TASKDECK_ACP_HOST_IDLE_SECONDS; 0: never
+
+    def idle_limit(self) -> float:
+        """Seconds an idle session keeps its process (0: for ever)."""
+        return conf.ACP_HOST.idle_seconds if self.idle_seconds is None else self.idle_seconds
 
     def card(self) -> dict[str, Any]:
         """The agent card's skill entry (a2a.skills)."""
@@ -110,7 +117,7 @@ def parse(name: str, spec: Any, where: str = "hosted ACP agent") -> HostedAgent:
     if not isinstance(skill_id, str) or not re.fullmatch(r"[a-z0-9][a-z0-9_.-]{0,63}", skill_id):
         raise ImproperlyConfigured(f"{at}: `skill` must be 1-64 of a-z 0-9 _ . - ")
     seconds = {}
-    for key in ("turnSeconds", "requestSeconds"):
+    for key in ("turnSeconds", "requestSeconds", "idleSeconds"):
         value = spec.get(key, 0)
         if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
             raise ImproperlyConfigured(f"{at}: `{key}` must be a number of seconds")
@@ -130,6 +137,7 @@ def parse(name: str, spec: Any, where: str = "hosted ACP agent") -> HostedAgent:
         cwd=cwd,
         turn_seconds=seconds["turnSeconds"],
         request_seconds=seconds["requestSeconds"],
+        idle_seconds=seconds["idleSeconds"] if "idleSeconds" in spec else None,
     )
 
 

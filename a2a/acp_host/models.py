@@ -43,6 +43,14 @@ class HostedSession(models.Model):
     # the agent's `initialize` answer: agentCapabilities (what it can load, resume, suspend)
     capabilities = models.JSONField(default=dict)
     takeovers = models.PositiveIntegerField(default=0)
+    # when its agent's process was stopped for being idle (a2a.acp_host.idle); cleared when
+    # the next message starts it again. Kept here: another supervisor may be the one that
+    # starts it, and must say "started again", not "took the session over".
+    idle_stopped_at = models.DateTimeField(null=True, blank=True)
+    # the agent's "Always allow" / "Always reject" answers, as the operator chose them:
+    # {memory key: {"kind": "allow_always"|"reject_always", "requestId", "at"}}
+    # (a2a.acp_host.permission_memory); a later request of the same key is answered from here
+    remembered = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

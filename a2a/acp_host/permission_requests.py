@@ -14,6 +14,10 @@ the question withdrawn and asked again in one change (services.ask_again: an ans
 the old one is refused from then on), and its answer goes to the agent as its next
 prompt, in words and in `_meta["taskdeck/permission"]` (the tool call and the outcome):
 the request it made is gone with its process, so no ACP response can carry it.
+
+A request whose scope the operator answered with "Always allow" / "Always reject"
+earlier in the session is answered from that memory instead, without asking
+(a2a.acp_host.permission_memory).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from acp import schema as s
 
 from a2a import selectors, services
 from a2a.acp_host import store
+from a2a.acp_host.permission_memory import PermissionMemory
 from a2a.acp_host.permissions import answer_to_outcome, as_input_request
 from a2a.errors import TaskError
 from a2a.lifecycle import TERMINAL, State, TransitionRefused
@@ -86,6 +91,7 @@ class PermissionRequests:
         # request); once answered, `answer` is the next turn's prompt (text, _meta)
         self.reasked: tuple[str, dict[str, Any]] | None = None
         self.answer: tuple[str, dict[str, Any]] | None = None
+        self.memory = PermissionMemory(run)  # "Always allow" / "Always reject" answers
 
     @property
     def busy(self) -> bool:
@@ -166,6 +172,9 @@ class PermissionRequests:
                     self.works.clear()
                     run.nudge.set()
                     await self.works.wait()
+                remembered = await self.memory.answer(tool_call, options)
+                if remembered is not None:
+                    return remembered  # asked before with "always": nobody is asked again
                 request = as_input_request(tool_call, options)
                 explanation = request.pop("explanation")
                 # the call, for asking again after a takeover (`answer_prompt`)
@@ -180,6 +189,7 @@ class PermissionRequests:
                 except (TaskError, TransitionRefused, ValidationFailed) as exc:
                     log.warning("task %s: permission request not asked: %s", run.task_id, exc)
                     return CANCELLED
+                self.memory.asking(canonical["requestId"], tool_call)
                 fut: asyncio.Future = asyncio.get_running_loop().create_future()
                 self.open = (canonical["requestId"], options, fut)
                 run.nudge.set()
@@ -195,8 +205,10 @@ class PermissionRequests:
         if answered is None:
             return
         self.open = None
+        outcome = answer_to_outcome(answered, options)
         if not fut.done():
-            fut.set_result(answer_to_outcome(answered, options))
+            fut.set_result(outcome)
+        await self.memory.answered(request_id, outcome, options)
 
     def void(self) -> None:
         """The turn is being cancelled: requests it held while paused are void now."""

@@ -15,7 +15,8 @@ restart), and the agent's process ending. Its other parts, each in its own modul
 turns (a2a.acp_host.turns), the agent's process and connection
 (a2a.acp_host.agent_process), what the agent says, recorded in the order it said it
 (a2a.acp_host.recorder), its permission requests, asked as input requests
-(a2a.acp_host.permission_requests), and pauses and resumes (a2a.acp_host.pauses).
+(a2a.acp_host.permission_requests), pauses and resumes (a2a.acp_host.pauses), and the
+agent's process stopped while idle, started again by the next message (a2a.acp_host.idle).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from a2a import conf, services
 from a2a.acp_host import config, store
 from a2a.acp_host.agent_process import AgentGone, AgentProcess, describe_exit
 from a2a.acp_host.client import HostClient
+from a2a.acp_host.idle import IdleStop
 from a2a.acp_host.pauses import Pauses
 from a2a.acp_host.permission_requests import PermissionRequests
 from a2a.acp_host.recorder import Recorder
@@ -65,6 +67,7 @@ class HostedRun:
         self.recorder = Recorder(self)
         self.permissions = PermissionRequests(self)
         self.pauses = Pauses(self)
+        self.idle = IdleStop(self)
         self.finished = False
         self.letting_go = False  # it hands its session back (not a takeover, if renew asks)
 
@@ -90,7 +93,7 @@ class HostedRun:
                 # idle session waits for the bell (the supervisor nudges it), re-reading
                 # now and then in case a ring was lost
                 busy = self.turns.running or self.recorder.held
-                wait = conf.ACP_HOST.poll_seconds if busy else IDLE_SECONDS
+                wait = conf.ACP_HOST.poll_seconds if busy else self.idle.wait(IDLE_SECONDS)
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self.nudge.wait(), wait)
         except asyncio.CancelledError:
@@ -121,6 +124,7 @@ class HostedRun:
         if snap.state in PAUSED and susp is not None and susp.id != self.row.acted_on:
             await self.pauses.on_pause(susp)
         if self.turns.running:
+            self.idle.touch()
             await self.turns.watch()
             return
         await self.recorder.flush_text()
@@ -131,7 +135,10 @@ class HostedRun:
             or snap.next_message is not None
             or self.permissions.answer is not None
         ):
+            self.idle.touch()  # work waits (its turn may wait for a lapsed run lease)
             await self.turns.next()
+        else:
+            await self.idle.check(snap)  # idle long enough: its process is stopped
 
     async def end(self, snap: store.Snapshot | None) -> None:
         """The task ended (canceled, failed, completed by someone): the agent stops."""
@@ -198,6 +205,9 @@ class HostedRun:
             why = f"the agent refused to take the session up ({exc.code}: {exc})"
         if not how:
             await self.new_session(cwd)
+        if await self.idle.note_woken(how, why):
+            return  # its process had been stopped idle: started again, not taken over
+        if not how:
             await self.note(
                 "new_session",
                 f"{why}: a new session was started, without the earlier conversation",

@@ -78,21 +78,26 @@ class Turns:
         except (TaskError, TransitionRefused):
             await run.release(claimed)  # it moved meanwhile (cancelled, paused): look again
             return
-        try:
-            await run.ensure_session()
-        except Exception as exc:
-            if faults.is_infrastructure(exc):
-                await in_db(leases.release)(run.task_id, None, run.me)
-                raise
-            await run.cannot_start(exc, claimed)
-            return
         last = snap.last_resumed
         msg = snap.next_message
-        if (
+        resume = (
             last is not None
             and last.id != run.row.resumed_to_agent
             and run.pauses.resumes_to_agent(last)
-        ):
+        )
+        # an agent stopped idle (a2a.acp_host.idle) is not started for nothing: a resume
+        # with nothing to pass on and no message leaves it stopped
+        if resume or msg is not None or run.row.idle_stopped_at is None:
+            try:
+                await run.ensure_session()
+            except Exception as exc:
+                if faults.is_infrastructure(exc):
+                    await in_db(leases.release)(run.task_id, None, run.me)
+                    raise
+                await run.cannot_start(exc, claimed)
+                return
+        if resume:
+            assert last is not None
             run.row.resumed_to_agent = last.id
             await in_db(store.save)(run.row, "resumed_to_agent")
             served = snap.served if msg is not None else claimed

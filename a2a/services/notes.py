@@ -17,7 +17,8 @@ TOOL_KINDS = ("read", "edit", "delete", "move", "search", "execute", "think", "f
               "switch_mode", "other")  # fmt: skip
 TOOL_STATUSES = ("pending", "in_progress", "completed", "failed")
 HOST_NOTES = ("exited", "turn_lost", "takeover", "refused", "stalled", "output_limit",
-              "garbage", "new_session", "cancelled_turn", "asked_again")  # fmt: skip
+              "garbage", "new_session", "cancelled_turn", "asked_again", "idle_stopped",
+              "woken", "remembered")  # fmt: skip
 CONTENT_CHARS = 2_000
 
 

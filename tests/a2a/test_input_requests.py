@@ -14,6 +14,7 @@ from a2a.input_requests import (
     find_data_part,
     parse_request,
     validate_values,
+    values_from_text,
 )
 from a2a.validation import ValidationFailed
 
@@ -429,3 +430,18 @@ def test_number_fields_refuse_values_json_cannot_carry(value):
     request = parse_request({"requestId": "r", "fields": [{"name": "x", "type": "number"}]})
     with pytest.raises(ValidationFailed):
         validate_values(request, {"x": value})
+
+
+def test_typed_text_answers_the_one_required_field_and_the_optional_ones_keep_defaults():
+    """A hosted agent's permission with "Remember for this session": a typed "approve"
+    (an A2A client, an editor) still answers it, once; two required fields still refuse."""
+    request = {"fields": [
+        {"name": "decision", "type": "approval", "required": True},
+        {"name": "remember", "type": "boolean", "required": False, "default": False},
+    ]}  # fmt: skip
+    values = validate_values(request, values_from_text(request, "approve: fine"))
+    assert values == {"decision": {"decision": "approve", "comment": "fine"}, "remember": False}
+    both = {"fields": [{"name": "a", "type": "string", "required": True},
+                       {"name": "b", "type": "string", "required": True}]}  # fmt: skip
+    with pytest.raises(ValidationFailed, match="this request has 2 fields"):
+        values_from_text(both, "x")

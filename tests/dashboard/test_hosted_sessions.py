@@ -110,3 +110,54 @@ def test_an_answer_to_its_question_is_no_waiting_prompt(agents, transactional_db
     answer(Task.objects.get(pk=task.id), {"decision": "approve"})
     assert services.note_turn_ended(task.id, actor=AGENT, consumed=1) is not None
     assert timeline.build(task.id).idle_since is not None
+
+
+def test_an_idle_stop_keeps_the_idle_and_other_notes_end_it(op: Client, agents):
+    """The host stopping an idle agent's process changes nothing the user waits for: the
+    board and the page still say idle, and the timeline says what happened."""
+    task = services.create_task(user_message("echo a"), actor=AGENT, skill="rfc-agent")
+    services.start_task(task.id, actor=AGENT)
+    services.note_turn_ended(task.id, actor=AGENT, consumed=1)
+    idle = timeline.build(task.id).idle_since
+    services.note_host(task.id, actor=AGENT, what="idle_stopped", detail="idle for 300 s")
+    detail = timeline.build(task.id)
+    assert detail.idle_since == idle and view_entry(task.id)["idleSince"] is not None
+    assert detail.entries[-1].title.startswith("Stopped the idle agent's process")
+    page = op.get(f"/tasks/{task.id}").content.decode()
+    assert "Idle — waiting for your next message" in page
+    services.note_host(task.id, actor=AGENT, what="exited", detail="exited with code 1")
+    assert timeline.build(task.id).idle_since is None
+    assert view_entry(task.id)["idleSince"] is None
+
+
+def test_always_allow_is_a_choice_in_the_inbox_and_its_answer_is_audited(op: Client, agents):
+    """A hosted agent's permission that offers "always" options: the inbox card has
+    "Remember for this session" (No by default); Yes is in the answer and the audit."""
+    from acp import schema as s
+
+    from a2a.acp_host.permissions import answer_to_outcome, as_input_request
+    from a2a.selectors import input_answer
+    from agui.models import Interrupt
+
+    options = [
+        s.PermissionOption(option_id="once", name="Allow", kind="allow_once"),
+        s.PermissionOption(option_id="always", name="Always allow", kind="allow_always"),
+        s.PermissionOption(option_id="no", name="Reject", kind="reject_once"),
+    ]
+    call = s.ToolCallUpdate(tool_call_id="c1", title="Edit src/a.py", kind="edit")
+    task = services.create_task(user_message("echo a"), actor=AGENT, skill="rfc-agent")
+    services.start_task(task.id, actor=AGENT)
+    request = as_input_request(call, options)
+    explanation = request.pop("explanation")
+    asked = services.request_input(task.id, actor=AGENT, explanation=explanation, request=request)
+    interrupt = Interrupt.objects.get(request_id=asked["requestId"])
+    html = op.get("/inbox").content.decode()
+    assert "Remember for this session" in html and "“Always allow”" in html
+    assert "later requests for edit tool calls" in html
+    assert 'name="v.remember" value="false" checked' in html
+    op.post(f"/inbox/{interrupt.pk}/answer", {"v.decision": "approve", "v.remember": "true"})
+    answered = input_answer(task.id, asked["requestId"])
+    assert answered["values"]["remember"] is True
+    assert answer_to_outcome(answered, options).outcome.option_id == "always"
+    audit = AuditEntry.objects.get(task_id=task.id, action="answer")
+    assert "remember=true" in audit.reason + audit.detail

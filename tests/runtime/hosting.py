@@ -54,6 +54,19 @@ def write_agents(where: Path) -> tuple[Path, Path]:
             "env": {"RFC_AGENT_STATE_DIR": str(state_dir), "RFC_AGENT_FORGETFUL": "1"},
             "skill": "rfc-forgetful",
         },
+        "Sleepy RFC agent": {  # idle for 1 s: its process is stopped until the next message
+            "command": sys.executable,
+            "args": [str(RFC_AGENT)],
+            "env": {"RFC_AGENT_STATE_DIR": str(state_dir)},
+            "skill": "rfc-sleepy",
+            "idleSeconds": 1,
+        },
+        "Sleepy example agent": {  # loads nothing: the next message gets a new session
+            "command": "node",
+            "args": [str(EXAMPLE_AGENT)],
+            "skill": "example-sleepy",
+            "idleSeconds": 1,
+        },
         # never answers (a process that is not an ACP agent at all)
         "Mute": {"command": "sleep", "args": ["600"], "skill": "mute", "requestSeconds": 1},
         # killed while starting, having said why on stderr

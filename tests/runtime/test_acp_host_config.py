@@ -49,6 +49,8 @@ def test_an_editors_entry_becomes_a_skill():
         ({"command": "x", "cwd": "work"}, "`cwd` must be an absolute path"),
         ({"command": "x", "skill": "Not OK"}, "`skill` must be"),
         ({"command": "x", "turnSeconds": -1}, "`turnSeconds` must be a number"),
+        ({"command": "x", "idleSeconds": "5m"}, "`idleSeconds` must be a number"),
+        ({"command": "x", "idleSeconds": True}, "`idleSeconds` must be a number"),
         ("npx agent", "must be an object with a command"),
     ],
 )
@@ -122,3 +124,12 @@ def test_a_zed_block_starts_and_an_unknown_key_stops_start_up_with_a_message(tmp
     assert "Traceback" not in refused.stderr
     assert "Taskdeck cannot start: TASKDECK_ACP_AGENTS=" in refused.stderr
     assert "'My Agent': unknown field(s) argz" in refused.stderr
+
+
+def test_an_agents_idle_limit_is_its_own_else_the_settings_and_zero_is_never():
+    """`idleSeconds` absent: TASKDECK_ACP_HOST_IDLE_SECONDS (300 unless set); 0: never."""
+    assert config.parse("A", {"command": "a"}).idle_limit() == 300
+    with override_settings(TASKDECK={"ACP_HOST": {"IDLE_SECONDS": 60}}):
+        assert config.parse("A", {"command": "a"}).idle_limit() == 60
+        assert config.parse("A", {"command": "a", "idleSeconds": 0}).idle_limit() == 0
+        assert config.parse("A", {"command": "a", "idleSeconds": 1.5}).idle_limit() == 1.5

@@ -12,10 +12,10 @@ acting on it: the tests count these to prove that no prompt is sent twice.
 It declares loadSession, stable session/resume, and the seed's supportsSuspend,
 supportsAwaitResumption and resumeCauses (in `_meta["taskdeck/suspend"]` and at the root of
 agentCapabilities, as the seed writes them). A prompt's first word picks what it does:
-echo <text> · tools · ask · slow <n> · park <json conditions> · read <path> · crash · hang ·
-garbage · notanobject · flood <n>. See each `cmd_*`. A prompt whose `_meta` carries
-Taskdeck's `taskdeck/permission` (the answer to a permission request asked again after its
-host was killed) is answered "permission: <optionId> (asked again)".
+echo <text> · tools · ask · askalways <kind> <title> · slow <n> · park <json conditions> ·
+read <path> · crash · hang · garbage · notanobject · flood <n>. See each `cmd_*`. A prompt
+whose `_meta` carries Taskdeck's `taskdeck/permission` (the answer to a permission request
+asked again after its host was killed) is answered "permission: <optionId> (asked again)".
 """
 
 from __future__ import annotations
@@ -260,6 +260,24 @@ class RfcAgent:
                         {"optionId": "reject", "name": "Reject", "kind": "reject_once"}],
         })  # fmt: skip
         schema.RequestPermissionResponse.model_validate(answer)  # the host's answer, checked
+        outcome = (answer or {}).get("outcome") or {}
+        chosen = outcome.get("optionId") if outcome.get("outcome") == "selected" else "cancelled"
+        await self.send(s, text(f"permission: {chosen}"))
+        return "end_turn"
+
+    async def cmd_askalways(self, s: Session, rest: str) -> str:
+        """`askalways <kind> <title>`: a permission request that offers "always" options too
+        (as coding agents do, which leave remembering them to their client)."""
+        kind, _, title = rest.partition(" ")
+        answer = await acp_sdk.send_request(self.conn, "session/request_permission", {
+            "sessionId": s.id,
+            "toolCall": {"toolCallId": f"p{uuid.uuid4().hex[:8]}", "title": title or "Edit",
+                         "kind": kind or "edit", "status": "pending"},
+            "options": [{"optionId": "once", "name": "Allow", "kind": "allow_once"},
+                        {"optionId": "always", "name": "Always allow", "kind": "allow_always"},
+                        {"optionId": "no", "name": "Reject", "kind": "reject_once"},
+                        {"optionId": "never", "name": "Always reject", "kind": "reject_always"}],
+        })  # fmt: skip
         outcome = (answer or {}).get("outcome") or {}
         chosen = outcome.get("optionId") if outcome.get("outcome") == "selected" else "cancelled"
         await self.send(s, text(f"permission: {chosen}"))
