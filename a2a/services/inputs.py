@@ -19,7 +19,7 @@ from a2a.input_requests import (
     values_from_text,
 )
 from a2a.lifecycle import Action, State, move
-from a2a.models import TaskEvent
+from a2a.models import Task, TaskEvent
 from a2a.services import checks
 from a2a.services._core import Actor, IncomingMessage, append_message, lock, now, record, set_state
 from a2a.services.tasks import _agent_message
@@ -49,29 +49,49 @@ def request_input(
             canonical = parse_request(raw)
         except ValidationFailed as exc:
             raise exc.prefixed("request") from None
-        at = now()
-        msg = _agent_message(task, explanation, at, [{"kind": "data", "data": canonical}])
-        task.status_message = msg
-        task.input_request = canonical
-        task.input_request_count = number
-        previous = set_state(task, m.to, at)
-        record(
-            task,
-            EventKind.INPUT_REQUESTED,
-            actor,
-            at,
-            from_state=previous,
-            reason=explanation,
-            data={"requestId": canonical["requestId"], "number": number, "messageSeq": msg.seq},
-            fields=(
-                "state",
-                "status_timestamp",
-                "status_message",
-                "input_request",
-                "input_request_count",
-            ),
-        )
+        _ask(task, actor, explanation, canonical, number, m.to)
     return canonical
+
+
+def _ask(
+    task: Task,
+    actor: Actor,
+    explanation: str,
+    canonical: dict[str, Any],
+    number: int,
+    to: State,
+    **data: Any,
+) -> None:
+    """The asking both `request_input` and `ask_again` write, under the task's lock: the
+    agent's message holding the explanation and the request, the task's open request, its
+    state, and one `input_requested` event (`data`: what the event says besides)."""
+    at = now()
+    msg = _agent_message(task, explanation, at, [{"kind": "data", "data": canonical}])
+    task.status_message = msg
+    task.input_request = canonical
+    task.input_request_count = number
+    previous = set_state(task, to, at)
+    record(
+        task,
+        EventKind.INPUT_REQUESTED,
+        actor,
+        at,
+        from_state=previous,
+        reason=explanation,
+        data={
+            "requestId": canonical["requestId"],
+            "number": number,
+            "messageSeq": msg.seq,
+            **data,
+        },
+        fields=(
+            "state",
+            "status_timestamp",
+            "status_message",
+            "input_request",
+            "input_request_count",
+        ),
+    )
 
 
 def ask_again(task_id: str, *, actor: Actor, withdrawn: str) -> dict[str, Any]:
@@ -90,33 +110,10 @@ def ask_again(task_id: str, *, actor: Actor, withdrawn: str) -> dict[str, Any]:
         number = task.input_request_count + 1
         canonical = parse_request({**old, "requestId": f"req-{task.id}-{number}"})
         explanation = text_of(task.status_message.parts) if task.status_message else ""
-        at = now()
-        msg = _agent_message(task, explanation, at, [{"kind": "data", "data": canonical}])
-        task.status_message = msg
-        task.input_request = canonical
-        task.input_request_count = number
-        previous = set_state(task, State.INPUT_REQUIRED, at)
-        record(
-            task,
-            EventKind.INPUT_REQUESTED,
-            actor,
-            at,
-            from_state=previous,
-            reason=explanation,
-            data={
-                "requestId": canonical["requestId"],
-                "number": number,
-                "messageSeq": msg.seq,
-                "withdrawnRequestId": withdrawn,
-            },
-            fields=(
-                "state",
-                "status_timestamp",
-                "status_message",
-                "input_request",
-                "input_request_count",
-            ),
-        )
+        _ask(
+            task, actor, explanation, canonical, number, State.INPUT_REQUIRED,
+            withdrawnRequestId=withdrawn,
+        )  # fmt: skip
     return canonical
 
 
