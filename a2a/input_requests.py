@@ -193,11 +193,11 @@ _NO = {"no", "n", "false", "0", "off"}
 def values_from_text(request: dict[str, Any], text: str) -> dict[str, Any]:
     """The values a plain-text answer gives, for clients that can only type (an editor's
     prompt box, a chat): a request without fields takes any text; a request with exactly
-    one field — or exactly one required field, the others optional (a hosted agent's
-    permission with its "Remember for this session") — takes the text as that field's
-    value ("approve: looks good" for an approval, "yes"/"no" for a boolean, a number, one
-    of the options). Several required fields need a structured answer. The result still
-    goes through `validate_values`."""
+    one field — or exactly one required field, the others optional with a declared
+    default (a hosted agent's permission with its "Remember for this session") — takes
+    the text as that field's value ("approve: looks good" for an approval, "yes"/"no" for
+    a boolean, a number, one of the options). Several fields without a default need a
+    structured answer. The result still goes through `validate_values`."""
     fields = request.get("fields") or []
     if not fields:
         return {}
@@ -209,8 +209,9 @@ def values_from_text(request: dict[str, Any], text: str) -> dict[str, Any]:
         if isinstance(values, dict):
             return values
     required = [f for f in fields if f.get("required")]
-    if len(fields) != 1 and len(required) == 1:
-        fields = required  # the optional ones keep their defaults
+    others = [f for f in fields if not f.get("required")]
+    if len(fields) != 1 and len(required) == 1 and all("default" in f for f in others):
+        fields = required  # the optional ones take their declared defaults
     if len(fields) != 1:
         names = ", ".join(f["name"] for f in fields)
         why = f"this request has {len(fields)} fields ({names}); answer with a DataPart of "
