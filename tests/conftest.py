@@ -474,3 +474,16 @@ def hold_projection() -> Iterator[Callable[[], None]]:
     before = list(events._on_commit)
     yield lambda: events.unsubscribe(projection.wake)
     events._on_commit[:] = before
+
+
+def end_backend(pid: int) -> None:
+    """The PostgreSQL server ends backend `pid` (as a restart or an idle timeout would),
+    from a connection of its own; returns once it is gone (5 s at most)."""
+    from django.db import connections
+
+    other = connections.create_connection("default")
+    try:
+        with other.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s, 5000)", [pid])
+    finally:
+        other.close()

@@ -6,10 +6,11 @@ server dropped is replaced without losing the read).
 from __future__ import annotations
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 
 from agui import fanout
 from agui.models import AguiEvent, LogRetention
+from tests.conftest import end_backend
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -56,11 +57,6 @@ def test_a_read_on_a_connection_the_server_dropped_is_made_on_a_new_one(make_tas
     read = fanout.kept_connection(lambda: AguiEvent.objects.count())
     before = read()
     pid = connection.connection.info.backend_pid
-    other = connections.create_connection("default")
-    try:
-        with other.cursor() as cursor:  # waits (5 s at most) until the backend is gone
-            cursor.execute("SELECT pg_terminate_backend(%s, 5000)", [pid])
-    finally:
-        other.close()
+    end_backend(pid)
     assert read() == before
     assert connection.connection.info.backend_pid != pid

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 
 import psycopg
 import pytest
-from django.db import connection, connections, transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from a2a import events, services
@@ -27,7 +27,7 @@ from a2a.models import Task
 from agui import projection
 from agui.models import Interrupt
 from tests.agui.test_projection_after_commit import caught_up, due, projected, working_task
-from tests.conftest import AGENT, APPROVAL_REQUEST, CLIENT
+from tests.conftest import AGENT, APPROVAL_REQUEST, CLIENT, end_backend
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -185,13 +185,7 @@ def test_the_thread_survives_its_connection_dropped_mid_pass(live_projector, cap
         or an idle-in-transaction timeout would); the pass's commit meets a dead socket."""
         if dropped.is_set():
             return
-        pid = connection.connection.info.backend_pid
-        other = connections.create_connection("default")
-        try:
-            with other.cursor() as cursor:  # waits (5 s at most) until the backend is gone
-                cursor.execute("SELECT pg_terminate_backend(%s, 5000)", [pid])
-        finally:
-            other.close()
+        end_backend(connection.connection.info.backend_pid)
         dropped.set()
 
     thread = live_projector.thread
