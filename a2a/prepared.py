@@ -224,11 +224,20 @@ class PreparedTogether:
             if None in column_types:
                 raise PreparedShapeError(f"{part.build} selects a column of no known type")
             types.append(column_types)
+        # The first branch's NULLs carry their column's type, so that the UNION ALL's
+        # column types are known from its first two branches on (PostgreSQL resolves
+        # them a pair of branches at a time: two untyped NULLs would make a text column);
+        # the other branches' are bare, which keeps the statement short enough for
+        # psycopg to cache its parse (MAX_CACHED_STATEMENT_LENGTH, 4096 characters).
+        typed = "NULL::{}" if connection.vendor == "postgresql" else "CAST(NULL AS {})"
         branches, spans, at = [], [], 1
         for i, c in enumerate(compiled):
-            pads = [", ".join(f"CAST(NULL AS {t})" for t in types[j]) for j in range(len(compiled))]
-            columns = [*pads[:i], '"p".*', *pads[i + 1 :]]
-            branches.append(f'SELECT {i} AS "_part", {", ".join(columns)} FROM ({c.sql}) "p"')
+            pads = [
+                ", ".join(typed.format(t) if i == 0 else "NULL" for t in types[j])
+                for j in range(len(compiled))
+            ]
+            columns = [*pads[:i], "p.*", *pads[i + 1 :]]
+            branches.append(f"SELECT {i}, {', '.join(columns)} FROM ({c.sql}) p")
             spans.append((at, at + c.col_count))
             at += c.col_count
         return " UNION ALL ".join(branches), spans

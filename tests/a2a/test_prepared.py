@@ -197,6 +197,18 @@ def test_on_postgresql_a_connection_prepares_the_reads_it_repeats(busy_task):
     assert any('FROM "a2a_message"' in sql for sql in new), new
 
 
+@pytest.mark.postgres
+def test_get_tasks_one_statement_is_short_enough_for_psycopg_to_cache_its_parse():
+    """psycopg parses a statement's placeholders anew at every call when its text is
+    longer than MAX_CACHED_STATEMENT_LENGTH: GetTask's statement, every shape of it, stays
+    under (a column more on Task, Message or Artifact may take it past)."""
+    from psycopg import _queries
+
+    for shape, together in selectors._GET_TASK.items():
+        sql, _ = together._compile("default")
+        assert len(sql) <= _queries.MAX_CACHED_STATEMENT_LENGTH, (shape, len(sql))
+
+
 def test_what_an_ending_touches_is_what_the_orm_finds(make_task):
     """The projector's read when a task ends (agui/projector.py): its open interrupts and
     its answered questions still shown as being worked on, and nothing else — with a JSON
