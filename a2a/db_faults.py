@@ -12,11 +12,21 @@ agui.runs); a request answers in its door's own protocol, -32603 / HTTP 503 (doc
 from __future__ import annotations
 
 import logging
+import select
+import threading
+import time
 from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar
 
-from django.db import DatabaseError, InterfaceError, OperationalError, connections
+from django.db import (
+    DatabaseError,
+    InterfaceError,
+    OperationalError,
+    close_old_connections,
+    connection,
+    connections,
+)
 
 log = logging.getLogger(__name__)
 
@@ -83,5 +93,72 @@ def guarded(fn: Callable[..., T]) -> Callable[..., T]:
                 raise
             discard_connections()
             raise InfrastructureFault(exc) from exc
+
+    return call
+
+
+# -- the health check's ping, skipped where it tells nothing -----------------------------
+#
+# With CONN_HEALTH_CHECKS (dashboard/settings.py), Django sends `SELECT 1` before the first
+# query of every request on a thread (channels' database_sync_to_async marks the check due
+# before and after each call). On the A2A doors that is one round trip to PostgreSQL more
+# per call: a GetTask made four where it needs one. What the ping finds out is whether the
+# server ended an idle connection (a restart, a terminated backend, an idle timeout); the
+# server then says so on the socket (an error message, then the end of the stream), so a
+# socket with nothing to read, on a connection that answered a call a moment ago, is one
+# the ping would pass. Such a connection is taken as alive without the ping; any other
+# (idle longer, or with something unread) is pinged as before. A connection that dies
+# silently in that moment (a network cut) fails its call as one that dies just after the
+# ping does: -32603 / HTTP 503, the connection closed, the next call on a new one.
+
+FRESH_SECONDS = 1.0  # a connection that answered this recently may skip the ping
+_served = threading.local()  # .at: when this thread's connection last finished a call
+
+
+def skip_ping_if_alive() -> None:
+    """Mark this thread's health check done when its connection finished a call less than
+    FRESH_SECONDS ago and its socket holds nothing unread (see above). Call it after
+    `close_old_connections()`, before the call's first query."""
+    conn = connection
+    raw = conn.connection
+    if raw is None or not conn.health_check_enabled or conn.health_check_done:
+        return
+    if time.monotonic() - getattr(_served, "at", float("-inf")) >= FRESH_SECONDS:
+        return
+    if conn.vendor == "postgresql" and _unread(raw):
+        return  # the server said something while the connection was idle: ping as before
+    conn.health_check_done = True
+
+
+def note_served() -> None:
+    """This thread's connection just finished a call."""
+    _served.at = time.monotonic()
+
+
+def _unread(raw: Any) -> bool:
+    try:
+        fd = raw.pgconn.socket
+    except Exception:  # closed or broken: let the ping find out
+        return True
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLERR | select.POLLHUP)
+    return bool(poller.poll(0))
+
+
+def with_fresh_connection(fn: Callable[..., T]) -> Callable[..., T]:
+    """`fn` in a worker thread as channels' database_sync_to_async runs it (old
+    connections closed before and after), without the ping when `skip_ping_if_alive`
+    allows it."""
+
+    @wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> T:
+        close_old_connections()
+        skip_ping_if_alive()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if connection.connection is not None:
+                note_served()
+            close_old_connections()
 
     return call

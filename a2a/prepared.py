@@ -156,19 +156,28 @@ class Prepared:
             else [],
         )
 
-    def fetch(self, using: str = "default", **values: Any) -> list[Any]:
-        """The model instances the queryset would give for these values (for a values()
-        or values_list() queryset: its rows, as tuples of the selected columns)."""
+    def compiled(self, using: str = "default") -> _Compiled:
         compiled = self._compiled.get(using)
         if compiled is None:
             compiled = self._compiled[using] = self._compile(using)
+        return compiled
+
+    def params(self, compiled: _Compiled, connection: Any, values: dict[str, Any]) -> list[Any]:
+        """The compiled parameters with the caller's values at the markers' positions."""
         params = list(compiled.params)
-        connection = connections[using]
         for position, name in compiled.positions:
             value = values[name]
             if name in self.uuids:  # as the column takes it: native, or hex on SQLite
                 value = _UUID.get_db_prep_value(value, connection)
             params[position] = value
+        return params
+
+    def fetch(self, using: str = "default", **values: Any) -> list[Any]:
+        """The model instances the queryset would give for these values (for a values()
+        or values_list() queryset: its rows, as tuples of the selected columns)."""
+        compiled = self.compiled(using)
+        connection = connections[using]
+        params = self.params(compiled, connection, values)
         if compiled.for_update and connection.get_autocommit():  # as the ORM refuses it
             raise TransactionManagementError(
                 "select_for_update cannot be used outside of a transaction."
@@ -176,37 +185,112 @@ class Prepared:
         with connection.cursor() as cursor:
             cursor.execute(compiled.sql, params)
             rows = cursor.fetchall()
-        if not rows:
-            return []
         if compiled.extra_columns:  # selected only to order by: not the model's
             rows = [row[: compiled.col_count] for row in rows]
-        # the compiler's own converters (JSON, dates on SQLite...) for this connection, as
-        # SQLCompiler.results_iter applies them
-        compiler = SQLCompiler(None, connection, using)
-        converters = compiled.converters.get(connection)
-        if converters is None:
-            fields = [s[0] for s in compiled.select[: compiled.col_count]]
-            converters = compiled.converters[connection] = compiler.get_converters(fields)
-        if converters:
-            rows = compiler.apply_converters(rows, converters)
-        if compiled.klass_info is None:
-            return [tuple(row) for row in rows]
-        model = compiled.klass_info["model"]
-        populators = compiled.populators
-        found = []
-        for row in rows:
-            obj = model.from_db(using, compiled.init_list, row[compiled.model_fields])
-            for populator in populators:
-                populator.populate(row, obj)
-            for attr, position in compiled.annotation_col_map.items():
-                setattr(obj, attr, row[position])
-            found.append(obj)
-        return found
+        return _results(compiled, rows, connection, using)
 
     def first(self, using: str = "default", **values: Any) -> Any:
         """The first instance (or row) `fetch` gives, or None."""
         found = self.fetch(using, **values)
         return found[0] if found else None
+
+
+class PreparedTogether:
+    """Several `Prepared` shapes run as one statement: one round trip to the database
+    instead of one each (GetTask: the task, its history and its artifacts). Each part's
+    own compiled SQL is a branch of a UNION ALL, its columns in a place of their own (the
+    other branches fill it with NULLs of the column's type) behind a first column that
+    says which part a row is of; `fetch` gives each part's answer as its own `fetch`
+    would, converted by its own compiler's converters. One statement also reads one
+    snapshot: the parts agree with each other, as three statements in a row need not.
+
+    The rows of a part come in no promised order (a UNION ALL keeps none): sort what the
+    order matters for. Parts with a row lock or with columns selected only to order by
+    are refused, as is a column whose database type is unknown."""
+
+    def __init__(self, *parts: Prepared) -> None:
+        self.parts = parts
+        self.names = tuple(dict.fromkeys(n for part in parts for n in part.names))
+        self._compiled: dict[str, tuple[str, list[tuple[int, int]]]] = {}
+
+    def _compile(self, using: str) -> tuple[str, list[tuple[int, int]]]:
+        connection = connections[using]
+        compiled = [part.compiled(using) for part in self.parts]
+        types: list[list[str]] = []
+        for part, c in zip(self.parts, compiled, strict=True):
+            if c.for_update or c.extra_columns:
+                raise PreparedShapeError(f"{part.build} cannot be read together with others")
+            column_types = [s[0].output_field.db_type(connection) for s in c.select[: c.col_count]]
+            if None in column_types:
+                raise PreparedShapeError(f"{part.build} selects a column of no known type")
+            types.append(column_types)
+        # The first branch's NULLs carry their column's type, so that the UNION ALL's
+        # column types are known from its first two branches on (PostgreSQL resolves
+        # them a pair of branches at a time: two untyped NULLs would make a text column);
+        # the other branches' are bare, which keeps the statement short enough for
+        # psycopg to cache its parse (MAX_CACHED_STATEMENT_LENGTH, 4096 characters).
+        typed = "NULL::{}" if connection.vendor == "postgresql" else "CAST(NULL AS {})"
+        branches, spans, at = [], [], 1
+        for i, c in enumerate(compiled):
+            pads = [
+                ", ".join(typed.format(t) if i == 0 else "NULL" for t in types[j])
+                for j in range(len(compiled))
+            ]
+            columns = [*pads[:i], "p.*", *pads[i + 1 :]]
+            branches.append(f"SELECT {i}, {', '.join(columns)} FROM ({c.sql}) p")
+            spans.append((at, at + c.col_count))
+            at += c.col_count
+        return " UNION ALL ".join(branches), spans
+
+    def fetch(self, using: str = "default", **values: Any) -> list[list[Any]]:
+        """Each part's answer (a list, as its `fetch` gives it), in the parts' order."""
+        found = self._compiled.get(using)
+        if found is None:
+            found = self._compiled[using] = self._compile(using)
+        sql, spans = found
+        connection = connections[using]
+        params: list[Any] = []
+        for part in self.parts:
+            params += part.params(part.compiled(using), connection, values)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            rows = cursor.fetchall()
+        by_part: list[list[Any]] = [[] for _ in self.parts]
+        for row in rows:
+            by_part[row[0]].append(row)
+        return [
+            _results(part.compiled(using), [r[start:end] for r in part_rows], connection, using)
+            for part, part_rows, (start, end) in zip(self.parts, by_part, spans, strict=True)
+        ]
+
+
+def _results(compiled: _Compiled, rows: list, connection: Any, using: str) -> list[Any]:
+    """Rows of `compiled` as the ORM gives them: converted by the compiler's own
+    converters (JSON, dates on SQLite...) as SQLCompiler.results_iter applies them, then
+    model instances (with their select_related objects and annotations), or tuples for a
+    values_list() shape."""
+    if not rows:
+        return []
+    compiler = SQLCompiler(None, connection, using)
+    converters = compiled.converters.get(connection)
+    if converters is None:
+        fields = [s[0] for s in compiled.select[: compiled.col_count]]
+        converters = compiled.converters[connection] = compiler.get_converters(fields)
+    if converters:
+        rows = compiler.apply_converters(rows, converters)
+    if compiled.klass_info is None:
+        return [tuple(row) for row in rows]
+    model = compiled.klass_info["model"]
+    populators = compiled.populators
+    found = []
+    for row in rows:
+        obj = model.from_db(using, compiled.init_list, row[compiled.model_fields])
+        for populator in populators:
+            populator.populate(row, obj)
+        for attr, position in compiled.annotation_col_map.items():
+            setattr(obj, attr, row[position])
+        found.append(obj)
+    return found
 
 
 def _is_marker(value: Any, by_value: dict[Any, str]) -> bool:

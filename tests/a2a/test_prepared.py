@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from a2a import selectors, services
 from a2a.errors import TaskNotFound
 from a2a.models import Artifact, Message, Task
-from a2a.prepared import Prepared, PreparedShapeError
+from a2a.prepared import Prepared, PreparedShapeError, PreparedTogether
 from a2a.selectors import _recent_messages
 from tests.conftest import AGENT, CLIENT, user_message
 
@@ -70,7 +70,7 @@ def test_get_task_reads_what_the_orm_reads(busy_task, history_length):
     expected = _orm_view(busy_task.id, history_length)
     with CaptureQueriesContext(connection) as queries:
         got = selectors.get_task(busy_task.id, history_length=history_length)
-    assert len(queries) == (2 if history_length == 0 else 3)
+    assert len(queries) == 1  # the task, its history and artifacts in one statement
     assert _fields(got.task) == _fields(expected.task)
     assert (got.task.current_suspension is None) == (got.task.state == "completed")
     assert (got.task.status_message is None) == (got.task.state != "completed")
@@ -91,13 +91,23 @@ def test_get_task_reads_what_the_orm_reads(busy_task, history_length):
     ]
 
 
-def test_a_tenant_reader_sees_only_its_own_tasks(busy_task):
+@pytest.mark.parametrize("history_length", [None, 0, 2])
+def test_a_tenant_reader_sees_only_its_own_tasks(busy_task, history_length):
     from a2a.services import Actor
 
     Task.objects.filter(pk=busy_task.id).update(owner="tenant-a")
     own = Actor(kind="client", name="a", tenant="tenant-a", restricted=True)
     other = Actor(kind="client", name="b", tenant="tenant-b", restricted=True)
-    assert selectors.get_task(busy_task.id, visible_to=own).task.pk == busy_task.id
+    mine = selectors.get_task(busy_task.id, history_length=history_length, visible_to=own)
+    expected = _orm_view(busy_task.id, history_length)
+    assert _fields(mine.task) == _fields(expected.task)
+    assert [_fields(m) for m in mine.history] == [_fields(m) for m in expected.history]
+    assert [_fields(a) for a in mine.artifacts] == [_fields(a) for a in expected.artifacts]
+    # read in one statement, whose every part is the tenant's only
+    with CaptureQueriesContext(connection) as queries, pytest.raises(TaskNotFound):
+        selectors.get_task(busy_task.id, history_length=history_length, visible_to=other)
+    assert len(queries) == 1
+    assert queries[0]["sql"].count('"a2a_task"."owner" =') == (2 if history_length == 0 else 3)
     with pytest.raises(TaskNotFound):
         selectors.get_task(busy_task.id, visible_to=other)
     with pytest.raises(TaskNotFound):
@@ -112,6 +122,33 @@ def test_a_shape_whose_value_the_lookup_rewrites_is_refused(busy_task):
     twice = Prepared(lambda id: Task.objects.filter(pk=id) | Task.objects.filter(pk=id), "id")
     with pytest.raises(PreparedShapeError):
         twice.fetch(id=busy_task.id)
+
+
+def test_parts_read_together_answer_what_each_answers_alone(busy_task):
+    """PreparedTogether: one statement, each part's answer as its own fetch gives it
+    (model instances with their related objects, or rows); a row lock is refused."""
+    from a2a.services._core import _LOCK
+
+    seqs = Prepared(
+        lambda task: (
+            Message.objects.filter(task_id=task).order_by("seq").values_list("seq", "parts")
+        ),
+        "task",
+    )
+    parts = (selectors._TASK, seqs, selectors._ARTIFACTS)
+    together = PreparedTogether(*parts)
+    with CaptureQueriesContext(connection) as queries:
+        task, rows, artifacts = together.fetch(id=busy_task.id, task=busy_task.id)
+    assert len(queries) == 1
+    assert [_fields(t) for t in task] == [_fields(busy_task)]
+    assert _fields(task[0].status_message) == _fields(busy_task.status_message)
+    assert sorted(rows, key=lambda r: r[0]) == seqs.fetch(task=busy_task.id)
+    alone = selectors._ARTIFACTS.fetch(task=busy_task.id)
+    artifacts.sort(key=lambda a: a.seq)  # a UNION ALL promises no order
+    assert [_fields(a) for a in artifacts] == [_fields(a) for a in alone]
+    assert together.fetch(id="no-such-task", task="no-such-task") == [[], [], []]
+    with pytest.raises(PreparedShapeError):
+        PreparedTogether(selectors._TASK, _LOCK).fetch(id=busy_task.id)
 
 
 def test_a_prepared_row_lock_needs_a_transaction(busy_task):
@@ -158,6 +195,18 @@ def test_on_postgresql_a_connection_prepares_the_reads_it_repeats(busy_task):
     new = prepared() - before
     assert any('FROM "a2a_task"' in sql for sql in new), new
     assert any('FROM "a2a_message"' in sql for sql in new), new
+
+
+@pytest.mark.postgres
+def test_get_tasks_one_statement_is_short_enough_for_psycopg_to_cache_its_parse():
+    """psycopg parses a statement's placeholders anew at every call when its text is
+    longer than MAX_CACHED_STATEMENT_LENGTH: GetTask's statement, every shape of it, stays
+    under (a column more on Task, Message or Artifact may take it past)."""
+    from psycopg import _queries
+
+    for shape, together in selectors._GET_TASK.items():
+        sql, _ = together._compile("default")
+        assert len(sql) <= _queries.MAX_CACHED_STATEMENT_LENGTH, (shape, len(sql))
 
 
 def test_what_an_ending_touches_is_what_the_orm_finds(make_task):
