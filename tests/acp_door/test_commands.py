@@ -279,10 +279,10 @@ def test_acpx_suspends_and_resumes_with_typed_commands(
     _, key = api_keys.create_key("typist", ["read", "write"])
     if transport == "remote":
         relay = request.getfixturevalue("relay_file")
-        server = request.getfixturevalue("acp_servers")(TASKDECK_ACP_BACKGROUND_SECONDS="1")
+        server = request.getfixturevalue("acp_servers")(TASKDECK_ACP_BACKGROUND_SECONDS="0.2")
         run = acpx_runner(key, tmp_path, agent=relay_command(relay, server), env=relay_env(key))
     else:
-        run = acpx_runner(key, tmp_path, TASKDECK_ACP_BACKGROUND_SECONDS="1")
+        run = acpx_runner(key, tmp_path, TASKDECK_ACP_BACKGROUND_SECONDS="0.2")
 
     def prompt(text: str) -> subprocess.CompletedProcess:
         return run("--format", "json", "prompt", "-s", "backend", text)
