@@ -3,11 +3,20 @@ client (tests/acp_door/peer.py) against the test database — `manage.py acp` (s
 the remote door: the relay (a2a/acp_door/relay.py, as served by GET /acp/relay.py) run
 with no database settings and no way to import the project, talking to a live Daphne.
 
-A test takes both transports with `@BOTH` (it then gets `transport` = "stdio" | "remote",
-and `open_peer` opens that kind of door)."""
+A test of the door's behaviour takes the doors with `@DOORS` (it then gets `transport` =
+"stdio" | "remote", and `open_peer` opens that kind of door); a module-scoped fixture or a
+parametrize of its own takes `params=TRANSPORTS`. Which doors, by `doors_under_test()`:
+`make test` runs each door's flows once per run and each database's once — the SQLite lane
+the stdio door (`manage.py acp`), the PostgreSQL lane the remote door (the relay before
+Daphne; its scale-out shape, two web processes where a test uses two). Both doors in one
+run: TASKDECK_TEST_DOORS=both (or =stdio / =remote for one), e.g.
+`TASKDECK_TEST_DOORS=both .venv/bin/pytest tests/acp_door`. Tests only one door can prove
+(test_remote.py, the stdio redirections of test_wire.py) are not parametrised and run as
+they are."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -15,7 +24,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from django.db import connections
+from django.db import connection, connections
 
 from a2a import api_keys
 from tests.acp_door.peer import Peer, agent_env
@@ -29,7 +38,22 @@ def acp_key(transactional_db) -> str:
     return token
 
 
-BOTH = pytest.mark.parametrize("transport", ["stdio", "remote"])
+def doors_under_test() -> list[str]:
+    """The doors this run exercises: TASKDECK_TEST_DOORS (both | stdio | remote) when set,
+    else by the test database — "remote" on PostgreSQL, "stdio" on SQLite — so that the two
+    lanes of `make test` run each door once (read at collection: the settings' engine)."""
+    chosen = os.environ.get("TASKDECK_TEST_DOORS", "").strip().lower()
+    if chosen == "both":
+        return ["stdio", "remote"]
+    if chosen in ("stdio", "remote"):
+        return [chosen]
+    if chosen:
+        raise pytest.UsageError(f"TASKDECK_TEST_DOORS={chosen!r}: both, stdio or remote")
+    return ["remote"] if connection.vendor == "postgresql" else ["stdio"]
+
+
+TRANSPORTS = doors_under_test()
+DOORS = pytest.mark.parametrize("transport", TRANSPORTS)
 # The remote door's server: the settings the stdio door gets from agent_env (a short line
 # limit for tests/acp_door/test_wire.py, the quick ACP poll of tests/runtime's FAST).
 REMOTE_ENVIRON = {"TASKDECK_ACP_MAX_LINE_BYTES": "4096", "TASKDECK_ACP_POLL_SECONDS": "0.05"}
@@ -37,7 +61,7 @@ REMOTE_ENVIRON = {"TASKDECK_ACP_MAX_LINE_BYTES": "4096", "TASKDECK_ACP_POLL_SECO
 
 @pytest.fixture
 def transport() -> str:
-    """The door `open_peer` opens: stdio unless the test is parametrised (`@BOTH`)."""
+    """The door `open_peer` opens: stdio unless the test is parametrised (`@DOORS`)."""
     return "stdio"
 
 

@@ -19,7 +19,7 @@ from django.db import connections
 from a2a import api_keys, services
 from a2a.acp_door.models import AcpSession
 from a2a.models import Suspension, Task
-from tests.acp_door.conftest import relay_command, relay_env
+from tests.acp_door.conftest import DOORS, TRANSPORTS, relay_command, relay_env
 from tests.acp_door.peer import WAIT, Peer, agent_env, kind, says
 from tests.conftest import AGENT
 from tests.runtime.conftest import wait_for
@@ -34,13 +34,14 @@ APPROVAL = {
 }
 
 
-@pytest.fixture(scope="module", params=["stdio", "remote"])
+@pytest.fixture(scope="module", params=TRANSPORTS)
 def editors(
     request, django_db_setup, django_db_blocker, tmp_path_factory
 ) -> Iterator[tuple[Peer, Peer]]:
-    """Editors A and B: two door processes under one key, kept for the module — twice:
-    `manage.py acp`, then the remote door (two relays, each before its own web process,
-    so the one-turn rule and the withdrawn dialogs hold across processes). The key is
+    """Editors A and B: two door processes under one key, kept for the module — on each
+    door of TRANSPORTS (tests/acp_door/conftest.py): `manage.py acp`, or the remote door
+    (two relays, each before its own web process, so the one-turn rule and the withdrawn
+    dialogs hold across processes). The key is
     checked once at start-up (TASKDECK_REVALIDATE_SECONDS is long here): the tests' table
     flushes between tests must not read as a revocation."""
     logs = tmp_path_factory.mktemp("acp-commands")
@@ -265,7 +266,7 @@ def said(done: subprocess.CompletedProcess) -> str:
     )
 
 
-@pytest.mark.parametrize("transport", ["stdio", "remote"])
+@DOORS
 def test_acpx_suspends_and_resumes_with_typed_commands(
     transactional_db, tmp_path, transport, request
 ):
@@ -278,10 +279,10 @@ def test_acpx_suspends_and_resumes_with_typed_commands(
     _, key = api_keys.create_key("typist", ["read", "write"])
     if transport == "remote":
         relay = request.getfixturevalue("relay_file")
-        server = request.getfixturevalue("acp_servers")(TASKDECK_ACP_BACKGROUND_SECONDS="1")
+        server = request.getfixturevalue("acp_servers")(TASKDECK_ACP_BACKGROUND_SECONDS="0.2")
         run = acpx_runner(key, tmp_path, agent=relay_command(relay, server), env=relay_env(key))
     else:
-        run = acpx_runner(key, tmp_path, TASKDECK_ACP_BACKGROUND_SECONDS="1")
+        run = acpx_runner(key, tmp_path, TASKDECK_ACP_BACKGROUND_SECONDS="0.2")
 
     def prompt(text: str) -> subprocess.CompletedProcess:
         return run("--format", "json", "prompt", "-s", "backend", text)

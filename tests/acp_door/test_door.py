@@ -1,8 +1,9 @@
 """The ACP door through the official SDK client, without agent workers: identity,
 capabilities, sessions, and suspend/resume on a task no worker has picked up yet (a
 submitted task can be paused), in both directions between the editor and the dashboard.
-Each test runs on both doors (`@BOTH`): `manage.py acp` on stdio, and the remote door —
-the relay, with no database settings, before a live server (tests/acp_door/conftest.py)."""
+Each test runs on the doors `@DOORS` names: `manage.py acp` on stdio (the SQLite lane), and
+the remote door — the relay, with no database settings, before a live server (the
+PostgreSQL lane); both with TASKDECK_TEST_DOORS=both (tests/acp_door/conftest.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from acp import RequestError
 from a2a import api_keys, services, skills
 from a2a.acp_door.models import AcpSession
 from a2a.models import Suspension, Task
-from tests.acp_door.conftest import BOTH
+from tests.acp_door.conftest import DOORS
 from tests.acp_door.peer import kind, says
 from tests.agui.test_websocket import Client as BoardSocket
 from tests.runtime.conftest import wait_for
@@ -37,7 +38,7 @@ def start_prompt(peer, sid: str, text: str = "Roll out 2.14"):
 # --- identity and capabilities -------------------------------------------------------------
 
 
-@BOTH
+@DOORS
 def test_initialize_declares_sessions_suspend_and_the_key_it_wants(open_peer, acp_key):
     with open_peer(acp_key) as peer:
         caps = peer.init["agentCapabilities"]
@@ -55,7 +56,7 @@ def test_initialize_declares_sessions_suspend_and_the_key_it_wants(open_peer, ac
         assert modes["currentModeId"] == "approval"
 
 
-@BOTH
+@DOORS
 def test_without_a_key_nothing_but_initialize_and_authenticate(open_peer, acp_key, unchanged):
     with open_peer(None) as peer, unchanged():
         for method, params in [
@@ -81,7 +82,7 @@ def test_without_a_key_nothing_but_initialize_and_authenticate(open_peer, acp_ke
         assert peer.new_session(CWD).startswith("sess-")
 
 
-@BOTH
+@DOORS
 def test_a_read_key_lists_and_loads_but_cannot_start_or_suspend(
     open_peer, acp_key, transactional_db
 ):
@@ -101,7 +102,7 @@ def test_a_read_key_lists_and_loads_but_cannot_start_or_suspend(
             assert refused.code == -32000 and "'write' scope" in str(refused.data), method
 
 
-@BOTH
+@DOORS
 def test_meta_cannot_replace_a_typed_parameter(open_peer, acp_key):
     """The SDK's own routes would let `_meta.cwd` replace `cwd`; the door's do not."""
     with open_peer(acp_key) as peer:
@@ -114,7 +115,7 @@ def test_meta_cannot_replace_a_typed_parameter(open_peer, acp_key):
 # --- sessions ----------------------------------------------------------------------------
 
 
-@BOTH
+@DOORS
 def test_modes_are_skills_and_an_unknown_mode_is_refused(open_peer, acp_key, unchanged):
     with open_peer(acp_key) as peer:
         sid = peer.new_session(CWD, mode="batch")
@@ -125,7 +126,7 @@ def test_modes_are_skills_and_an_unknown_mode_is_refused(open_peer, acp_key, unc
         assert AcpSession.objects.get(pk=sid).skill == "batch"
 
 
-@BOTH
+@DOORS
 def test_list_pages_and_filters_and_close_hides_a_session_that_never_started(open_peer, acp_key):
     with open_peer(acp_key) as peer:
         here = [peer.new_session(CWD) for _ in range(3)]
@@ -161,7 +162,7 @@ def test_a_closed_session_with_a_task_stays_listed_as_closed_and_loads(open_peer
 # --- suspend and resume from the editor ------------------------------------------------
 
 
-@BOTH
+@DOORS
 def test_suspend_ends_the_prompt_and_a_standard_client_sees_it_as_text(open_peer, acp_key):
     with open_peer(acp_key, opted_in=False) as peer:
         sid = peer.new_session(CWD)
@@ -191,7 +192,7 @@ def test_suspend_ends_the_prompt_and_a_standard_client_sees_it_as_text(open_peer
         assert susp.requested_by == "apikey:editor" and susp.reason == "release freeze"
 
 
-@BOTH
+@DOORS
 def test_an_opted_in_client_gets_the_seeds_updates(open_peer, acp_key):
     with open_peer(acp_key, opted_in=True) as peer:
         sid = peer.new_session(CWD)
@@ -224,7 +225,7 @@ def test_an_opted_in_client_gets_the_seeds_updates(open_peer, acp_key):
         assert susp.resume_input == {"go": True} and susp.continue_transcript is False
 
 
-@BOTH
+@DOORS
 def test_resume_rules_stale_handle_not_suspended_and_plain_reattach(open_peer, acp_key, unchanged):
     with open_peer(acp_key) as peer:
         sid = peer.new_session(CWD)
@@ -252,7 +253,7 @@ def test_resume_rules_stale_handle_not_suspended_and_plain_reattach(open_peer, a
         assert later.code == -32013
 
 
-@BOTH
+@DOORS
 def test_suspend_refusals_change_nothing(open_peer, acp_key, unchanged):
     with open_peer(acp_key) as peer:
         sid = peer.new_session(CWD)
@@ -284,7 +285,7 @@ def test_suspend_refusals_change_nothing(open_peer, acp_key, unchanged):
         assert over.code == -32011
 
 
-@BOTH
+@DOORS
 def test_a_prompt_to_a_suspended_session_is_refused(open_peer, acp_key, unchanged):
     with open_peer(acp_key) as peer:
         sid = peer.new_session(CWD)
@@ -302,7 +303,7 @@ def test_a_prompt_to_a_suspended_session_is_refused(open_peer, acp_key, unchange
         assert refused.code == -32004 and "type /resume to continue" in refused.data["detail"]
 
 
-@BOTH
+@DOORS
 def test_a_client_that_disappears_leaves_its_task_suspended(open_peer, acp_key):
     with open_peer(acp_key) as peer:
         sid = peer.new_session(CWD)
@@ -320,7 +321,7 @@ def test_a_client_that_disappears_leaves_its_task_suspended(open_peer, acp_key):
 # --- both directions with the dashboard ------------------------------------------------------
 
 
-@BOTH
+@DOORS
 def test_dashboard_resume_reaches_the_editor_and_editor_suspend_reaches_the_board(
     open_peer, acp_key, op, asgi_server
 ):
@@ -363,7 +364,7 @@ def test_dashboard_resume_reaches_the_editor_and_editor_suspend_reaches_the_boar
         board.close()
 
 
-@BOTH
+@DOORS
 def test_an_operator_hold_is_not_lifted_by_a_standard_client(open_peer, acp_key):
     with open_peer(acp_key, opted_in=False) as peer:
         sid = peer.new_session(CWD)
@@ -376,7 +377,7 @@ def test_an_operator_hold_is_not_lifted_by_a_standard_client(open_peer, acp_key)
         assert peer.errors == []
 
 
-@BOTH
+@DOORS
 def test_another_tenants_editor_cannot_find_a_session(open_peer, acp_key, unchanged):
     """Sessions belong to the key's tenant, like tasks: another tenant's key gets -32002
     (as for a session that does not exist) on every method that names one."""
@@ -406,7 +407,7 @@ def test_another_tenants_editor_cannot_find_a_session(open_peer, acp_key, unchan
     assert Task.objects.get(pk=task.id).state == "working"
 
 
-@BOTH
+@DOORS
 def test_revoking_the_key_ends_the_editors_prompt_and_refuses_the_rest(open_peer, acp_key):
     with open_peer(acp_key) as peer:
         sid = peer.new_session(CWD)

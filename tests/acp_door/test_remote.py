@@ -1,9 +1,10 @@
 """The remote door's own promises (issue 30, item 4), beyond the door tests that run on
-both transports (`@BOTH` in test_door.py, test_wire.py, test_commands.py and the runtime
-flows): the relay needs nothing of Taskdeck, and every way it can fail — a refused key,
-a server that is not there, a bad URL — is one clear line on stderr, a JSON-RPC error for
-the request the editor sent, and a non-zero exit. The socket's own contract (4401 with
-its reason, the open rate) is checked with a plain WebSocket client."""
+either transport (`@DOORS` in test_door.py, test_wire.py, test_commands.py and the runtime
+flows: the remote door in the PostgreSQL lane, tests/acp_door/conftest.py): the relay
+needs nothing of Taskdeck, and every way it can fail — a refused key, a server that is
+not there, a bad URL — is one clear line on stderr, a JSON-RPC error for the request the
+editor sent, and a non-zero exit. The socket's own contract (4401 with its reason, the
+open rate) is checked with a plain WebSocket client."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ import pytest
 from django.db import connections
 
 from a2a.acp_door.models import AcpSession
-from tests.acp_door.conftest import BOTH, relay_command, relay_env
+from tests.acp_door.conftest import DOORS, relay_command, relay_env
 from tests.acp_door.peer import ROOT, agent_env, schema_problem
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -114,7 +114,7 @@ BAD_LINES = [
 ]
 
 
-@BOTH
+@DOORS
 def test_every_bad_line_is_answered_and_the_agent_keeps_serving(raw_agent, unchanged):
     with unchanged():
         for line, rpc_id, code in BAD_LINES:
@@ -187,7 +187,7 @@ REFUSED_CALLS = [
 ]
 
 
-@BOTH
+@DOORS
 def test_bad_requests_get_their_error_with_their_id_and_write_nothing(raw_agent, unchanged):
     with unchanged():
         for i, (method, params, code) in enumerate(REFUSED_CALLS, start=10):
@@ -235,7 +235,7 @@ def test_mcp_servers_are_refused_not_ignored(raw_agent, unchanged):
     assert AcpSession.objects.count() == 1
 
 
-@BOTH
+@DOORS
 def test_a_relative_cwd_is_refused_with_a_reason_and_absolute_ones_are_taken(raw_agent):
     refused = raw_agent.call(1, "session/new", {"cwd": "src", "mcpServers": []})["error"]
     assert refused["code"] == -32602
@@ -248,7 +248,7 @@ def test_a_relative_cwd_is_refused_with_a_reason_and_absolute_ones_are_taken(raw
     assert AcpSession.objects.count() == 3
 
 
-@BOTH
+@DOORS
 def test_stdout_carries_protocol_lines_only(raw_agent):
     """Logs, warnings and a failing request's traceback go to stderr; every stdout line
     parses as a JSON-RPC message."""

@@ -1,5 +1,5 @@
 """Editors driving Taskdeck's agents over ACP, end to end: the official SDK client spawns
-`manage.py acp` — or the remote door's relay before a live server (`@BOTH`) — real
+`manage.py acp` — or the remote door's relay before a live server (`@DOORS`) — real
 workers run the agents, the test watches the wire and the database."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from a2a.acp_door.models import AcpSession
 from a2a.models import Task
-from tests.acp_door.conftest import BOTH
+from tests.acp_door.conftest import DOORS
 from tests.acp_door.peer import kind, says
 from tests.runtime.conftest import settle_tasks, wait_idle, wait_state
 from tests.runtime.test_flows import item_steps, make_due, post_event, report, results
@@ -60,7 +60,7 @@ def finished(u) -> bool:
     )
 
 
-@BOTH
+@DOORS
 @pytest.mark.parametrize(
     ("choice", "ending"), [("approve", "Plan carried out"), ("reject", "Plan rejected")]
 )
@@ -80,7 +80,7 @@ def test_an_approval_is_asked_as_a_permission_and_the_answer_decides(editor, cho
         assert peer.errors == []
 
 
-@BOTH
+@DOORS
 @pytest.mark.parametrize("mode", ["finish_step", "interrupt_immediate", "wait_for_completion"])
 def test_suspend_mid_batch_then_resume_runs_every_item_once(editor, mode):
     items = 12 if mode == "wait_for_completion" else 30
@@ -110,7 +110,7 @@ def test_suspend_mid_batch_then_resume_runs_every_item_once(editor, mode):
         assert sorted(item_steps(task)) == sorted(f"item {i}" for i in range(items))
 
 
-@BOTH
+@DOORS
 @pytest.mark.parametrize(
     ("event", "payload", "cause"),
     [
@@ -140,7 +140,7 @@ def test_an_agent_that_parks_itself_is_woken_by_an_event_over_http(
         assert report(task) == {"build": 4321, "status": "green", "cause": cause}
 
 
-@BOTH
+@DOORS
 def test_a_parked_agent_is_woken_by_its_timeout(editor):
     with editor() as peer:
         sid = peer.new_session(CWD, mode="ci-wait")
@@ -154,7 +154,7 @@ def test_a_parked_agent_is_woken_by_its_timeout(editor):
         assert report(task) == {"build": 77, "status": "assumed-green", "cause": "timeout"}
 
 
-@BOTH
+@DOORS
 def test_resume_with_input_and_a_fresh_transcript(editor):
     with editor() as peer:
         sid = peer.new_session(CWD, mode="ci-wait")
@@ -177,7 +177,7 @@ def test_resume_with_input_and_a_fresh_transcript(editor):
         assert report(task)["status"] == "manual"
 
 
-@BOTH
+@DOORS
 def test_cancel_ends_the_prompt_and_stops_the_task(editor):
     with editor() as peer:
         sid = peer.new_session(CWD, mode="batch")
@@ -191,7 +191,7 @@ def test_cancel_ends_the_prompt_and_stops_the_task(editor):
         peer.wait_update(sid, says("Canceled: canceled from the editor (session/cancel)"))
 
 
-@BOTH
+@DOORS
 def test_load_after_a_restart_replays_what_was_first_seen(editor):
     with editor() as first:
         sid = first.new_session(CWD, mode="approval")
@@ -217,7 +217,7 @@ def test_load_after_a_restart_replays_what_was_first_seen(editor):
     ]
 
 
-@BOTH
+@DOORS
 def test_a_standard_client_meets_no_unknown_kind_through_a_park_and_wake(editor, rpc, acp_key):
     with editor(opted_in=False) as peer:
         sid = peer.new_session(CWD, mode="ci-wait")
@@ -234,7 +234,7 @@ def test_a_standard_client_meets_no_unknown_kind_through_a_park_and_wake(editor,
         )
 
 
-@BOTH
+@DOORS
 def test_a_dismissed_approval_stays_open_and_the_next_prompt_answers_it(editor):
     with editor() as peer:
         peer.permission = lambda tool_call, options: None  # the user closes the dialog
@@ -255,7 +255,7 @@ def test_a_dismissed_approval_stays_open_and_the_next_prompt_answers_it(editor):
         )
 
 
-@BOTH
+@DOORS
 def test_other_questions_are_forms_and_a_refused_answer_is_asked_again(editor):
     answers = iter([{"priority": "urgent", "count": 3}, {"priority": "high", "count": 3}])
     with editor(forms=True) as peer:
@@ -272,7 +272,7 @@ def test_other_questions_are_forms_and_a_refused_answer_is_asked_again(editor):
         peer.wait_update(sid, says("priority=high, count=3"))
 
 
-@BOTH
+@DOORS
 def test_without_forms_several_fields_are_answered_as_typed_json(editor):
     with editor(forms=False) as peer:
         sid = peer.new_session(CWD, mode="asker")
@@ -285,7 +285,7 @@ def test_without_forms_several_fields_are_answered_as_typed_json(editor):
         peer.wait_update(sid, says("priority=low, count=5"))
 
 
-@BOTH
+@DOORS
 def test_suspend_typed_into_a_running_batch_and_resume_typed_between_turns(editor):
     """As a user types in a standard client (no seed methods): `/suspend` sent while the
     batch's prompt runs is taken at once and ends that turn; `/resume` between turns

@@ -14,6 +14,7 @@ import pytest
 
 from a2a.acp_door.models import AcpSession
 from a2a.models import Task
+from tests.acp_door.conftest import TRANSPORTS
 from tests.acp_door.peer import ROOT, agent_env
 from tests.runtime.conftest import settle_tasks, wait_for
 
@@ -51,10 +52,10 @@ def acpx_runner(
     return run
 
 
-@pytest.fixture(params=["stdio", "remote"])
+@pytest.fixture(params=TRANSPORTS)
 def acpx(request, runtime, acp_key, tmp_path):
     """acpx driving `manage.py acp`, or the remote door's relay (no database settings)
-    before a live server (tests/acp_door/conftest.py)."""
+    before a live server: the doors of TRANSPORTS (tests/acp_door/conftest.py)."""
     if request.param == "remote":
         from tests.acp_door.conftest import relay_command, relay_env
 
