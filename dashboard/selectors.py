@@ -490,6 +490,10 @@ AUDIT_SORTS = {
 }  # fmt: skip
 AUDIT_PAGE = 100
 AUDIT_DEPTH = 10_000  # the deepest row paging reaches; filters narrow past it
+# The count reads on past the page asked for to the next multiple of this ("of 1,000+",
+# "page 1 of 10+"), not to AUDIT_DEPTH: what a page costs stays what its own rows cost
+# (the page reads `page * size` rows of each source anyway), however long the log.
+AUDIT_COUNT_STEP = 1_000
 
 
 @dataclass
@@ -499,8 +503,9 @@ class AuditPage:
     sort: str
     page: int
     pages: int
-    total: int
+    total: int  # how many match, counted up to the count's limit
     first: int  # the 1-based number of the page's first row (0 when empty)
+    more: bool = False  # more than `total` match (the count stopped)
 
 
 def audit_entries(query, size: int = AUDIT_PAGE) -> AuditPage:
@@ -526,24 +531,25 @@ def audit_entries(query, size: int = AUDIT_PAGE) -> AuditPage:
     if f["q"]:
         qs = qs.filter(reason__icontains=f["q"]) | qs.filter(detail__icontains=f["q"])
     events = _api_events(f)
-    # counted no further than paging reaches (the event log grows without bound), in no
-    # order: TaskEvent's default order by id would walk the whole log from its first row
-    total = min(
-        qs.order_by()[:AUDIT_DEPTH].count() + events.order_by()[:AUDIT_DEPTH].count(),
-        AUDIT_DEPTH,
-    )
-    pages = max(1, -(-total // size))
     try:
-        page = min(max(1, int(query.get("page") or 1)), pages)
+        wanted = max(1, int(query.get("page") or 1))
     except ValueError:
-        page = 1
+        wanted = 1
+    # counted no further than AUDIT_COUNT_STEP past the page asked for and than paging
+    # reaches (the event log grows without bound), in no order: TaskEvent's default order
+    # by id would walk the whole log from its first row
+    limit = min(AUDIT_DEPTH, (wanted * size // AUDIT_COUNT_STEP + 1) * AUDIT_COUNT_STEP)
+    found = qs.order_by()[: limit + 1].count() + events.order_by()[: limit + 1].count()
+    total = min(found, limit)
+    pages = max(1, -(-total // size))
+    page = min(wanted, pages)
     end = page * size
     rows = [AuditRow.of_entry(e) for e in qs.order_by(*entry_order)[:end]]
     rows += [AuditRow.of_event(e) for e in events.order_by(*event_order)[:end]]
     rows.sort(key=key, reverse=reverse)  # stable: ties keep each source's order
     shown = rows[end - size : end]
     first = end - size + 1 if shown else 0
-    return AuditPage(shown, f, sort, page, pages, total, first)
+    return AuditPage(shown, f, sort, page, pages, total, first, more=found > limit)
 
 
 def get_task(task_id: str) -> Task:

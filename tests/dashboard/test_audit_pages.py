@@ -72,3 +72,19 @@ def test_the_page_links_keep_sort_and_filters(op, lines):
     assert 'aria-sort="ascending"><a class="sort" href="?outcome=ok&amp;sort=-who">Who' in html
     # When: back to newest first (a second click there turns it to oldest first)
     assert 'aria-sort="none"><a class="sort" href="?outcome=ok">When' in html
+
+
+def test_the_count_stops_a_step_past_the_page_and_says_so(op, lines, monkeypatch):
+    """Issue 28: the count reads on past the page asked for to the next multiple of
+    AUDIT_COUNT_STEP only (a long log costs no more than its page), and the pager says
+    "+" when it stopped; a page past the step counts further, the last is exact."""
+    monkeypatch.setattr("dashboard.selectors.AUDIT_COUNT_STEP", 100)
+    first = audit_entries({})
+    assert (first.total, first.more, first.pages, len(first.rows)) == (200, True, 2, 100)
+    html = op.get("/audit").content.decode()
+    assert "Entries 1\u2013100 of 200+ \u00b7 page 1 of 2+" in html
+    assert 'href="?page=2" rel="next"' in html
+    second = audit_entries({"page": "2"})
+    assert (second.total, second.more, second.pages, second.first) == (245, False, 3, 101)
+    last = audit_entries({"page": "3"})
+    assert (last.total, last.more, len(last.rows)) == (245, False, 45)
