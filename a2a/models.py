@@ -119,7 +119,10 @@ class Context(models.Model):
 class Message(models.Model):
     """A message of a task's history, in arrival order (`seq` counts per task)."""
 
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="messages")
+    # no index of its own: message_task_seq starts with task (a2a migration 0014)
+    task = models.ForeignKey(
+        Task, on_delete=models.CASCADE, related_name="messages", db_index=False
+    )
     seq = models.PositiveIntegerField()
     message_id = models.CharField(max_length=128)
     role = models.CharField(max_length=8, choices=[("user", "user"), ("agent", "agent")])
@@ -167,7 +170,10 @@ class MessageReceipt(models.Model):
 class Artifact(models.Model):
     """An output of a task. Appending to an artifact with the same `artifact_id` extends it."""
 
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="artifacts")
+    # no index of its own: artifact_task_id starts with task (a2a migration 0014)
+    task = models.ForeignKey(
+        Task, on_delete=models.CASCADE, related_name="artifacts", db_index=False
+    )
     seq = models.PositiveIntegerField()
     artifact_id = models.CharField(max_length=128)
     name = models.CharField(max_length=200, blank=True, default="")
@@ -282,7 +288,8 @@ class TaskEvent(models.Model):
     after the event; `from_state` equals it unless the event changed the state.
     """
 
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="events")
+    # no index of its own: event_task_id starts with task (a2a migration 0014)
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="events", db_index=False)
     kind = models.CharField(max_length=32, db_index=True)
     from_state = models.CharField(max_length=24, blank=True, default="")
     to_state = models.CharField(max_length=24, blank=True, default="")

@@ -108,7 +108,10 @@ class AguiEvent(models.Model):
     (ViewTask.version: the column keeps its old name, `task_version`, so the upgrade
     rewrites no table)."""
 
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="agui_events")
+    # no index of its own: aguievent_task_id starts with task (agui migration 0008)
+    task = models.ForeignKey(
+        Task, on_delete=models.CASCADE, related_name="agui_events", db_index=False
+    )
     version = models.PositiveIntegerField(db_column="task_version")
     type = models.CharField(max_length=32)
     event = models.JSONField()
