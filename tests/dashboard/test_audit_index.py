@@ -60,3 +60,24 @@ def test_the_audit_reads_api_actions_from_their_partial_index(actions, query):
     with transaction.atomic():
         for sql in events:  # psycopg binds client-side: the values in place, as the server saw them
             assert "event_api_" in plan(sql), (sql, plan(sql))
+
+
+def test_on_sqlite_the_audit_counts_api_actions_from_kind_and_actor(actions):
+    """SQLite uses no partial index for bound parameters: the count reads (kind, actor)
+    only (a2a 0015), not every event of the four kinds and then their rows."""
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's index (a2a 0015)")
+    seen = []
+
+    def note(execute, sql, params, many, context):
+        seen.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(note):
+        found = audit_entries({})
+    assert found.total == 6  # three pauses and three cancels by the key
+    count = next(s for s in seen if "COUNT(" in s[0] and '"a2a_taskevent"' in s[0])
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN QUERY PLAN " + count[0], count[1])
+        steps = " ".join(str(row[-1]) for row in cursor.fetchall())
+    assert "COVERING INDEX event_kind_actor_sqlite" in steps
