@@ -109,6 +109,9 @@ def environment(args) -> dict[str, str]:
         "TASKDECK_VAR_DIR": var,
         "TASKDECK_DEBUG": "0",
         "TASKDECK_RATE_CREATE": "0",
+        # the board ops open a socket per call (45 of each at the default --calls): more than
+        # the default 60 opens a minute a user may make
+        "TASKDECK_RATE_SOCKET": "0",
         "TASKDECK_EXTRA_AGENTS": "a2a.runtime.agents.tck",
     }
     if args.scale_out:
