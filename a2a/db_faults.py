@@ -19,6 +19,7 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar
 
+from asgiref.sync import sync_to_async
 from django.db import (
     DatabaseError,
     InterfaceError,
@@ -162,3 +163,10 @@ def with_fresh_connection(fn: Callable[..., T]) -> Callable[..., T]:
             close_old_connections()
 
     return call
+
+
+def in_thread(fn: Callable[..., T]) -> Callable[..., Any]:
+    """`fn` as an awaitable run on the thread pool (thread_sensitive=False), with
+    `with_fresh_connection`'s connection handling: what the A2A doors use in place of
+    channels' database_sync_to_async, so each door skips the same ping the same way."""
+    return sync_to_async(with_fresh_connection(fn), thread_sensitive=False)

@@ -16,12 +16,11 @@ import json
 import logging
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from a2a.auth import Principal, Unauthenticated, authenticate
-from a2a.db_faults import discard_connections, is_infrastructure, with_fresh_connection
+from a2a.db_faults import discard_connections, in_thread, is_infrastructure
 from a2a.protocol import agent_card, calls, http_bodies, status_line, wire10
 from a2a.protocol import stream as streaming
 from a2a.protocol.errors import (
@@ -181,6 +180,5 @@ def _checked(request: HttpRequest) -> HttpResponseBase | tuple[Any, calls.Pendin
     return _response(rpc_id, error=outcome, version=version)
 
 
-# database_sync_to_async's connection handling, without the health check's ping on a
-# connection that answered a call a moment ago (a2a/db_faults.py, `with_fresh_connection`)
-_decide_in_thread = sync_to_async(with_fresh_connection(_decide), thread_sensitive=False)
+# without the health check's ping on a connection that answered a moment ago (a2a/db_faults.py)
+_decide_in_thread = in_thread(_decide)

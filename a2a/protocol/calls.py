@@ -23,12 +23,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from rest_framework import serializers
 
 from a2a import conf, jsonsafe, work
 from a2a.auth import Principal
-from a2a.db_faults import with_fresh_connection
+from a2a.db_faults import in_thread
 from a2a.lifecycle import Dialect
 from a2a.models import TaskEvent
 from a2a.prepared import Prepared
@@ -230,7 +229,7 @@ def settled(pending: Pending) -> Answer | ProtocolError:
     return Answer(to_wire(pending.name, call, result))
 
 
-_settled_in_thread = sync_to_async(with_fresh_connection(settled), thread_sensitive=False)
+_settled_in_thread = in_thread(settled)
 
 
 async def answer(pending: Pending) -> Answer | ProtocolError:

@@ -20,12 +20,11 @@ import logging
 from contextlib import aclosing
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from a2a.auth import Unauthenticated, authenticate
-from a2a.db_faults import discard_connections, is_infrastructure, with_fresh_connection
+from a2a.db_faults import discard_connections, in_thread, is_infrastructure
 from a2a.protocol import agent_card, calls, http_bodies, status_line, wire10
 from a2a.protocol.errors import (
     INTERNAL_ERROR,
@@ -208,9 +207,8 @@ async def _frames(plan: StreamPlan):
         )
 
 
-# database_sync_to_async's connection handling, without the health check's ping on a
-# connection that answered a call a moment ago (a2a/db_faults.py, `with_fresh_connection`)
-_decide_in_thread = sync_to_async(with_fresh_connection(_decide), thread_sensitive=False)
+# without the health check's ping on a connection that answered a moment ago (a2a/db_faults.py)
+_decide_in_thread = in_thread(_decide)
 
 
 @csrf_exempt  # bearer keys only: no cookie is read on this binding

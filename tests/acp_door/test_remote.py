@@ -63,6 +63,13 @@ def relay_once(command: list[str], env: dict[str, str], cwd, *lines: dict) -> tu
     return proc.returncode, out, proc.stderr.read().decode()
 
 
+def one_line(err: str) -> str:
+    """What the relay said on stderr, which must be one line: no traceback."""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
 def test_the_relay_imports_nothing_of_taskdeck_nor_needs_its_settings(
     relay_file, acp_servers, acp_key
 ):
@@ -104,9 +111,7 @@ def test_a_refused_key_is_said_once_answered_and_exits(relay_file, acp_servers, 
             INITIALIZE,
         )
     assert status == 2
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err  # one line, no traceback
-    line = lines[0]
+    line = one_line(err)
     assert "API key refused: unknown or revoked API key" in line and "TASKDECK_API_KEY" in line
     [answer] = out
     error = s.AgentErrorMessage.model_validate(answer).error
@@ -126,9 +131,7 @@ def test_a_server_that_is_not_there_is_said_and_answered(relay_file, acp_key):
         INITIALIZE,
     )
     assert status == 1
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err  # one line, no traceback
-    line = lines[0]
+    line = one_line(err)
     assert f"cannot reach the Taskdeck server at ws://127.0.0.1:{port}/acp/" in line, line
     [answer] = out
     assert s.AgentErrorMessage.model_validate(answer).error.code == -32603
