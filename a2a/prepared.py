@@ -334,6 +334,16 @@ def _refuse_signals(model: type[Model]) -> None:
         raise PreparedShapeError(f"{model.__name__} has save signals a prepared write would skip")
 
 
+def one_of(column: str, values: list[Any], using: str = "default") -> tuple[str, list[Any]]:
+    """`column IN (values)` written once for any number of values, with its parameters:
+    PostgreSQL `= ANY(%s)` with one array (one statement text whatever the count, so the
+    server's prepared statement is reused), SQLite a list of placeholders. For raw
+    statements on hot paths; the ORM's `__in` compiles a new statement each time."""
+    if connections[using].vendor == "postgresql":
+        return f"{column} = ANY(%s)", [list(values)]
+    return f"{column} IN ({', '.join(['%s'] * len(values))})", list(values)
+
+
 class PreparedInsert:
     """`model.objects.create(**values)` with the INSERT compiled once per database alias.
 

@@ -28,7 +28,7 @@ from django.db import connection
 from a2a.formats import text_of
 from a2a.lifecycle import PAUSED, State
 from a2a.models import Message, Task, TaskEvent
-from a2a.prepared import Prepared
+from a2a.prepared import Prepared, PreparedInsert, one_of
 from agui import view
 from agui.models import SearchDoc, ViewTask
 
@@ -51,6 +51,7 @@ GROUPS = {
 
 
 _DOC = Prepared(lambda task: SearchDoc.objects.filter(task_id=task)[:1], "task")
+_NEW_DOCS = PreparedInsert(SearchDoc)
 
 
 def _actor_words(who: str, actors: list[str]) -> str:
@@ -97,9 +98,11 @@ def index(plans: list[tuple[Task, ViewTask | None, list[TaskEvent]]], messages) 
         doc = document(task, current, events, old.get(task.pk), wanted)
         if doc is not None:
             changed.append(doc)
-    if changed:
-        SearchDoc.objects.filter(task_id__in=[d.task_id for d in changed]).delete()
-        SearchDoc.objects.bulk_create(changed)
+    if changed:  # statements compiled once: a pass writes documents for every change
+        where, params = one_of("task_id", [d.task_id for d in changed])
+        with connection.cursor() as cursor:
+            cursor.execute(f"DELETE FROM {SearchDoc._meta.db_table} WHERE {where}", params)
+        _NEW_DOCS.insert_all(changed)
 
 
 SEARCHED = ("state", "skill", "origin", "context_id", "title", "status", "who", "ids", "body")

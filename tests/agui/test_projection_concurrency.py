@@ -209,3 +209,55 @@ def test_a_task_held_by_one_pass_is_skipped_by_another_and_its_holder_looks_agai
     assert results == [{task.id}]
     assert delta_versions(task.id) == [1, 2, 3]  # the held pass, then its look-again
     caught_up(task.id)
+
+
+def test_two_evictors_at_once_remove_each_finished_task_once(make_task):
+    """The scheduler's eviction and a pass that pushes finished tasks out may take the same
+    tasks at once (agui.projector `_leave`, one UPDATE for all of them). The second waits
+    on the first's row locks, then finds the rows out of the view: each task gets one
+    `remove`, at the version after its last, and neither evictor fails (no deadlock)."""
+    from agui import projector
+    from agui.models import ViewTask
+    from tests.agui.test_projection_failures import until
+    from tests.agui.test_view_bound import view_settings
+
+    finished = [make_task("completed").id for _ in range(6)]
+    before = dict(ViewTask.objects.filter(pk__in=finished).values_list("task_id", "version"))
+    first_holds, first_may_commit = threading.Event(), threading.Event()
+    evicted: dict[str, int] = {}
+    threads = Threads()
+
+    def first() -> None:
+        with transaction.atomic():
+            evicted["first"] = projector.evict_finished()
+            first_holds.set()
+            assert first_may_commit.wait(60)
+
+    def second() -> None:
+        assert first_holds.wait(60)
+        evicted["second"] = projector.evict_finished()
+
+    with view_settings(FINISHED_MAX=0, FINISHED_MINUTES=60):
+        threads.start(first, "first evictor")
+        threads.start(second, "second evictor")
+        assert first_holds.wait(60)
+        # the second evictor's UPDATE waits for the first's row locks
+        until(lambda: _waiting_on_a_lock("UPDATE %%agui_viewtask%%"), "the second evictor waits")
+        first_may_commit.set()
+        threads.join()
+    assert evicted == {"first": len(finished), "second": 0}
+    removals = AguiEvent.objects.filter(task_id__in=finished, type=projector.EVICTION)
+    assert sorted(removals.values_list("task_id", "version")) == sorted(
+        (task_id, version + 1) for task_id, version in before.items()
+    )
+    assert not ViewTask.objects.filter(pk__in=finished, in_view=True).exists()
+
+
+def _waiting_on_a_lock(query: str) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND wait_event_type = 'Lock' AND query LIKE %s",
+            [query.replace("%%", "%")],
+        )
+        return cursor.fetchone()[0] > 0
