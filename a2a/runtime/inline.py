@@ -132,16 +132,18 @@ async def _run(task_id: str) -> str:
     from a2a.runtime import executor  # the executor imports the agents
 
     token = faults.POOLED.set(True)  # this loop's pooled threads keep their connections
+    give_back = executor.GiveBack(served=1)
     try:
         try:
-            outcome = await executor.run_slice(task_id, fresh=True)
+            outcome = await executor.run_slice(task_id, fresh=True, give_back=give_back)
         except Exception as exc:
             if faults.is_infrastructure(exc):
                 return await asyncio.to_thread(executor.retry_later, task_id, exc)
             log.exception("inline slice of task %s failed", task_id)
             await faults.in_db_thread(leases.release)(task_id, None)
             return "failed; the scheduler will run it again"
-        await faults.in_db_thread(_give_back)(task_id)
+        if not give_back.given:  # the slice did not complete the task
+            await faults.in_db_thread(_give_back)(task_id)
         return outcome
     finally:
         faults.POOLED.reset(token)

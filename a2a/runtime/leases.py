@@ -73,19 +73,25 @@ def release(task_id: str, served: int | None, worker: str = WORKER_ID) -> bool:
     infrastructure failure, so the scheduler retries). Returns True when the task woke up
     again meanwhile and is runnable: the caller should run another slice."""
     with transaction.atomic():
-        lease = LOCK.first(task=task_id)
-        if lease is None or lease.owner != worker:
-            return False
-        lease.owner, lease.expires_at = "", None
-        fields: tuple[str, ...] = ("owner", "expires_at")
-        if served is not None:  # the slice reached a stop: its faults are behind it
-            lease.served, lease.faults = served, 0
-            fields += ("served", "faults")
-        SAVE.save(lease, fields)
-        if served is None or lease.wakeups == served:
-            return False  # nothing woke it meanwhile: no need to read its state
-        row = STATE.first(task=task_id)
-        return bool(row) and row[0] in RUNNABLE
+        return release_here(task_id, served, worker)
+
+
+def release_here(task_id: str, served: int | None, worker: str = WORKER_ID) -> bool:
+    """`release` in the caller's transaction: a slice gives its lease back with the write
+    that ends it (a2a.runtime.executor, `GiveBack`)."""
+    lease = LOCK.first(task=task_id)
+    if lease is None or lease.owner != worker:
+        return False
+    lease.owner, lease.expires_at = "", None
+    fields: tuple[str, ...] = ("owner", "expires_at")
+    if served is not None:  # the slice reached a stop: its faults are behind it
+        lease.served, lease.faults = served, 0
+        fields += ("served", "faults")
+    SAVE.save(lease, fields)
+    if served is None or lease.wakeups == served:
+        return False  # nothing woke it meanwhile: no need to read its state
+    row = STATE.first(task=task_id)
+    return bool(row) and row[0] in RUNNABLE
 
 
 # -- runs that take no job (a hosted ACP agent's turns, a2a.acp_host) -------------------

@@ -4,6 +4,7 @@ start, complete, fail, reject, cancel."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -308,6 +309,7 @@ def _simple_move(
     reason: str = "",
     text: str | None = None,
     extra: dict[str, Any] | None = None,
+    also: Callable[[], object] | None = None,
 ) -> Task:
     checks.reason(reason)
     if text is not None:
@@ -334,6 +336,8 @@ def _simple_move(
             data=data,
             fields=tuple(fields),
         )
+        if also is not None:
+            also()
     return task
 
 
@@ -342,14 +346,22 @@ def start_task(task_id: str, *, actor: Actor, text: str | None = None) -> Task:
 
 
 def complete_task(
-    task_id: str, *, actor: Actor, text: str | None = None, reply_only: bool = False
+    task_id: str,
+    *,
+    actor: Actor,
+    text: str | None = None,
+    reply_only: bool = False,
+    also: Callable[[], object] | None = None,
 ) -> Task:
     """`reply_only`: the agent answered with a message rather than doing tracked work; A2A
-    clients that asked with message/send get that Message back instead of the Task."""
+    clients that asked with message/send get that Message back instead of the Task.
+    `also`: a write of the caller's that commits with the completion, or not at all (the
+    runtime gives its run's lease back with it: one transaction less per run)."""
     extra = {"replyOnly": True} if reply_only else None
     return _simple_move(
-        task_id, Action.COMPLETE, EventKind.COMPLETED, actor=actor, text=text, extra=extra
-    )
+        task_id, Action.COMPLETE, EventKind.COMPLETED, actor=actor, text=text, extra=extra,
+        also=also,
+    )  # fmt: skip
 
 
 def fail_task(task_id: str, *, actor: Actor, reason: str, text: str | None = None) -> Task:

@@ -261,10 +261,36 @@ def taken_here() -> str:
     return task.id
 
 
+def test_an_inline_run_gives_its_lease_back_in_the_transaction_that_completes_the_task(
+    runtime,
+):
+    """The completion and the lease's release commit together (executor.GiveBack): when
+    the completion is visible, the lease is already free and its wakeup served, so no
+    worker, scheduler or waiter ever sees a completed task still held by its run."""
+    from a2a import events as task_events
+
+    at_completion: list[tuple[str, int]] = []
+
+    def seen(event) -> None:
+        if event.kind == "completed":
+            lease = RunLease.objects.get(task_id=event.task_id)
+            at_completion.append((lease.owner, lease.served))
+
+    task_events.subscribe(seen, on_commit=True)
+    try:
+        task_id = taken_here()
+        asyncio.run(inline._run(task_id))
+    finally:
+        task_events.unsubscribe(seen)
+    assert state(task_id) == "completed"
+    assert at_completion == [("", 1)]
+    assert (jobs_for(task_id), events(task_id).count("completed")) == (0, 1)
+
+
 def test_a_database_fault_in_an_inline_run_hands_it_to_a_worker_after_its_back_off(
     runtime, monkeypatch
 ):
-    async def fault(task_id: str, *, fresh: bool = False) -> str:
+    async def fault(task_id: str, *, fresh: bool = False, give_back: object = None) -> str:
         raise OperationalError("the database restarted")
 
     monkeypatch.setattr(executor, "run_slice", fault)  # in this process only
@@ -285,7 +311,7 @@ def test_a_database_fault_in_an_inline_run_hands_it_to_a_worker_after_its_back_o
 def test_a_runtime_bug_in_an_inline_run_frees_the_lease_and_the_sweep_requeues_it(
     runtime, monkeypatch
 ):
-    async def bug(task_id: str, *, fresh: bool = False) -> str:
+    async def bug(task_id: str, *, fresh: bool = False, give_back: object = None) -> str:
         raise RuntimeError("a bug in the runtime")
 
     monkeypatch.setattr(executor, "run_slice", bug)
@@ -334,7 +360,7 @@ def test_a_stream_whose_inline_run_fails_follows_the_workers_retry_to_the_end(ru
     from a2a.lifecycle import Dialect
     from a2a.protocol import stream
 
-    async def fault(task_id: str, *, fresh: bool = False) -> str:
+    async def fault(task_id: str, *, fresh: bool = False, give_back: object = None) -> str:
         raise OperationalError("the database restarted")
 
     monkeypatch.setattr(executor, "run_slice", fault)  # this process's run only
