@@ -39,6 +39,7 @@ view's lag notice (agui/fanout.py) and the benches show it.
 from __future__ import annotations
 
 import atexit
+import itertools
 import logging
 import threading
 import time
@@ -53,7 +54,7 @@ from a2a import conf
 from a2a.event_kinds import EventKind, is_agent_text
 from a2a.health import Lag, projection_lag
 from a2a.models import Message, ProjectionDue, Suspension, Task, TaskEvent
-from a2a.prepared import Prepared
+from a2a.prepared import Prepared, one_of
 from agui import projector, search, view
 from agui.models import AguiRun, ViewTask
 
@@ -166,6 +167,7 @@ _MESSAGE = Prepared(
     ints=("seq",),
 )
 _SUSPENSION = Prepared(lambda handle: Suspension.objects.filter(handle=handle)[:1], "handle")
+ALL = 2**62  # a version above any task's (`_consumed`)
 _CONSUME = f"DELETE FROM {ProjectionDue._meta.db_table} WHERE task_id = %s AND task_version <= %s"
 
 
@@ -313,13 +315,29 @@ def _consumed(through: dict[str, int | None]) -> None:
             with connection.cursor() as cursor:
                 cursor.execute(_CONSUME, [task_id, version])
             return
-    gone = Q()
-    for task_id, version in through.items():
-        gone |= (
-            Q(task_id=task_id) if version is None else Q(task_id=task_id, task_version__lte=version)
-        )
-    if gone:
-        ProjectionDue.objects.filter(gone).delete()  # no relations, no signals: one DELETE
+    if not through:
+        return
+    # One statement written once per vendor, not an OR of a Q per task built by the ORM
+    # (a pass of 64 tasks spent more CPU building it than the database deleting).
+    # A task gone (deleted) loses all its rows: no version is above ALL.
+    ids = list(through)
+    upto = [ALL if v is None else v for v in through.values()]
+    table = ProjectionDue._meta.db_table
+    with connection.cursor() as cursor:
+        if _postgres():
+            cursor.execute(
+                f"DELETE FROM {table} AS d USING unnest(%s::text[], %s::bigint[]) AS t(id, upto) "
+                "WHERE d.task_id = t.id AND d.task_version <= t.upto",
+                [ids, upto],
+            )
+        else:
+            pairs = ", ".join(["(%s, %s)"] * len(ids))
+            where, params = one_of("task_id", ids)
+            cursor.execute(
+                f"WITH t(id, upto) AS (VALUES {pairs}) DELETE FROM {table} WHERE {where} "
+                f"AND task_version <= (SELECT upto FROM t WHERE t.id = {table}.task_id)",
+                [*itertools.chain.from_iterable(zip(ids, upto, strict=True)), *params],
+            )
 
 
 def _still_due(task_ids: list[str]) -> list[str]:

@@ -23,6 +23,7 @@ from pathlib import Path
 import jsonpatch
 import pytest
 from django.db import connection, transaction
+from django.utils import timezone
 
 from a2a import selectors as a2a_selectors
 from a2a import services
@@ -338,3 +339,23 @@ def test_an_answer_in_the_dashboard_leaves_the_inbox_at_once_with_no_projector_r
     assert f'action="/inbox/{interrupt.pk}/answer"' not in html  # a record now, no form
     assert not Interrupt.objects.get(pk=interrupt.pk).pending
     assert due(task.id) == []
+
+
+def test_a_pass_over_several_tasks_consumes_exactly_the_versions_it_projected(db):
+    """A pass over several tasks deletes, per task, the due rows up to the version it read
+    and no later one (a version committed after its read is projected by the next pass);
+    a task gone since (no row) loses all of its rows. One statement for the pass
+    (agui.projection `_consumed`), on each database."""
+    at = timezone.now()
+    rows = {"t-read-2": [1, 2, 3], "t-gone": [1, 2, 5], "t-read-1": [1, 2], "t-other": [1]}
+    for task_id, versions in rows.items():
+        for version in versions:
+            ProjectionDue.objects.create(task_id=task_id, task_version=version, at=at)
+    with transaction.atomic():
+        projection._consumed({"t-read-2": 2, "t-gone": None, "t-read-1": 1})
+    left = ProjectionDue.objects.order_by("task_id", "task_version")
+    assert list(left.values_list("task_id", "task_version")) == [
+        ("t-other", 1),
+        ("t-read-1", 2),
+        ("t-read-2", 3),
+    ]
