@@ -312,6 +312,27 @@ def _where(
     return table, conds, params, key
 
 
+def _planned_each_time(sql: str, params: list[Any]) -> tuple[str, list[Any] | None]:
+    """(sql, params) to execute. On PostgreSQL the values are written into the SQL text
+    (quoted by psycopg, as it would send them), so that no two searches share one
+    statement. Why: with server-side binding (dashboard/settings.py, TASKDECK_PG_PREPARE)
+    psycopg prepares a statement its connection ran five times, and PostgreSQL may then
+    plan it once for any value (a generic plan). One plan cannot serve a word in every
+    document and a word in none, a phrase and an id: at a million tasks the generic plans
+    took a word every task holds 10 -> 180 ms, a phrase 9 -> 510 ms, who acted with a
+    state 18 -> 470 ms (in process, the same calls repeated; docs/production.md, "Scale").
+    Written out, each search is planned for its own words, as it was the first five
+    times; the same search repeated is still prepared, and then its plan is its own."""
+    if not _postgres():
+        return sql, params
+    from psycopg import sql as pgsql
+
+    connection.ensure_connection()
+    raw = connection.connection  # the psycopg connection
+    text = pgsql.SQL(sql.replace("%s", "{}")).format(*(pgsql.Literal(p) for p in params))
+    return text.as_string(raw), None
+
+
 def search(query: Query, *, after: int | None = None, before: int | None = None,
            size: int | None = None) -> Page:  # fmt: skip
     """One page of the tasks matching `query`, newest change first: those older than the
@@ -334,7 +355,7 @@ def search(query: Query, *, after: int | None = None, before: int | None = None,
     where_all = f" WHERE {' AND '.join(conds)}" if conds else ""
     count_sql = f"SELECT count(*) FROM (SELECT 1 FROM {table}{where_all} LIMIT %s) AS hits"
     with connection.cursor() as cursor:
-        cursor.execute(count_sql, [*params, COUNT_CAP + 1])
+        cursor.execute(*_planned_each_time(count_sql, [*params, COUNT_CAP + 1]))
         (count,) = cursor.fetchone()
     page_conds, page_params = list(conds), list(params)
     if before is not None:
@@ -354,7 +375,7 @@ def search(query: Query, *, after: int | None = None, before: int | None = None,
         )
     else:
         sql = f"SELECT {COLUMNS} FROM {table}{where} ORDER BY {key} {order} LIMIT %s"
-    docs = list(SearchDoc.objects.raw(sql, [*page_params, size + 1]))
+    docs = list(SearchDoc.objects.raw(*_planned_each_time(sql, [*page_params, size + 1])))
     more = len(docs) > size
     docs = docs[:size]
     if before is not None:
