@@ -162,6 +162,8 @@ def document(
 _TERMS = re.compile(r'"([^"]*)"|([^\s"]+)')
 _UNSAFE = re.compile(r"['\"\\\x00]")  # quotes of either syntax, backslash, NUL
 _WORD = re.compile(r"[^\W_]", re.UNICODE)
+# a whole id as Taskdeck makes them (tasks, contexts: uuid4 strings)
+_WHOLE_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 
 
 @dataclass(frozen=True)
@@ -171,6 +173,12 @@ class Term:
 
     text: str
     phrase: bool
+
+    @property
+    def whole_id(self) -> bool:
+        """A whole task or context id (36 characters, dashes and all): searched in the
+        id columns, not in the text (see `_where`)."""
+        return not self.phrase and _WHOLE_ID.fullmatch(self.text) is not None
 
     @property
     def prefix(self) -> bool:
@@ -267,6 +275,18 @@ def _where(
     conds, params = [], []
     table = "agui_searchdoc d"
     key = "d.id"
+    # A whole id finds the task with that id and the tasks of the context with that id,
+    # through the id columns' own indexes (a unique key, `searchdoc_context`): flat at any
+    # size. As a word it was a prefix of the parser's pieces of it (PostgreSQL splits an
+    # id as it reads it: "83179e3d-…" is a number, a word "d", more numbers…), a phrase
+    # of six to nine prefixes to merge in the GIN index, some one or four characters
+    # long: 16 ms at a million tasks, 150+ ms when a piece is one letter ("d":* is every
+    # word that starts with d). What it leaves out: a text that quotes the whole id (a
+    # message, a reason) and an origin reference (docs/dashboard.md, "History and search").
+    for t in [t for t in found if t.whole_id]:
+        conds.append("(d.task_id = %s OR d.context_id IN (%s, %s))")
+        params += [t.text.lower(), t.text, t.text.lower()]
+    found = [t for t in found if not t.whole_id]
     if found or who:
         if _postgres():
             conds.append("d.search @@ to_tsquery('simple'::regconfig, %s)")
@@ -295,6 +315,27 @@ def _where(
     return table, conds, params, key
 
 
+def _planned_each_time(sql: str, params: list[Any]) -> tuple[str, list[Any] | None]:
+    """(sql, params) to execute. On PostgreSQL the values are written into the SQL text
+    (quoted by psycopg, as it would send them), so that no two searches share one
+    statement. Why: with server-side binding (dashboard/settings.py, TASKDECK_PG_PREPARE)
+    psycopg prepares a statement its connection ran five times, and PostgreSQL may then
+    plan it once for any value (a generic plan). One plan cannot serve a word in every
+    document and a word in none, a phrase and an id: at a million tasks the generic plans
+    took a word every task holds 10 -> 180 ms, a phrase 9 -> 510 ms, who acted with a
+    state 18 -> 470 ms (in process, the same calls repeated; docs/production.md, "Scale").
+    Written out, each search is planned for its own words, as it was the first five
+    times; the same search repeated is still prepared, and then its plan is its own."""
+    if not _postgres():
+        return sql, params
+    from psycopg import sql as pgsql
+
+    connection.ensure_connection()
+    raw = connection.connection  # the psycopg connection
+    text = pgsql.SQL(sql.replace("%s", "{}")).format(*(pgsql.Literal(p) for p in params))
+    return text.as_string(raw), None
+
+
 def search(query: Query, *, after: int | None = None, before: int | None = None,
            size: int | None = None) -> Page:  # fmt: skip
     """One page of the tasks matching `query`, newest change first: those older than the
@@ -317,7 +358,7 @@ def search(query: Query, *, after: int | None = None, before: int | None = None,
     where_all = f" WHERE {' AND '.join(conds)}" if conds else ""
     count_sql = f"SELECT count(*) FROM (SELECT 1 FROM {table}{where_all} LIMIT %s) AS hits"
     with connection.cursor() as cursor:
-        cursor.execute(count_sql, [*params, COUNT_CAP + 1])
+        cursor.execute(*_planned_each_time(count_sql, [*params, COUNT_CAP + 1]))
         (count,) = cursor.fetchone()
     page_conds, page_params = list(conds), list(params)
     if before is not None:
@@ -337,7 +378,7 @@ def search(query: Query, *, after: int | None = None, before: int | None = None,
         )
     else:
         sql = f"SELECT {COLUMNS} FROM {table}{where} ORDER BY {key} {order} LIMIT %s"
-    docs = list(SearchDoc.objects.raw(sql, [*page_params, size + 1]))
+    docs = list(SearchDoc.objects.raw(*_planned_each_time(sql, [*page_params, size + 1])))
     more = len(docs) > size
     docs = docs[:size]
     if before is not None:

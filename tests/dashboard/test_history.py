@@ -178,3 +178,48 @@ def test_a_page_costs_two_statements(op, make_task):
     with CaptureQueriesContext(connection) as queries:
         search.search(search.Query(q="counted", state="finished", who="agent"))
     assert len(queries) == 2
+
+
+def test_a_whole_id_finds_its_task_and_its_context_any_case(op, make_task):
+    """A whole id is looked up in the id columns (agui/search.py `_where`): the task with
+    that id, and every task of the context with that id. This id's start is a number to
+    PostgreSQL's parser ("83179e3" then a word "d"), which a prefix search split."""
+    context = "83179e3d-1031-45c1-9cfe-b1f3879ef0eb"
+    first = services.create_task(
+        user_message("Render the quarterly report"), actor=CLIENT, skill="batch",
+        context_id=context,
+    )  # fmt: skip
+    second = services.create_task(
+        user_message("and the yearly one"), actor=CLIENT, skill="batch", context_id=context
+    )
+    other = make_task("completed", text="quarterly too")
+    assert found(op, q=first.id) == [first.id]
+    assert found(op, q=first.id.upper()) == [first.id]
+    assert found(op, q=context) == [second.id, first.id]
+    assert found(op, q=context.upper()) == [second.id, first.id]
+    assert found(op, q=f"{context} quarterly") == [first.id]  # and every other word
+    assert found(op, q=f"{context} nosuchword") == []
+    assert found(op, q=context, state="completed") == []
+    assert found(op, q=context[:8]) == [second.id, first.id]  # its start: as a word
+    assert found(op, q=other.id) == [other.id]
+    assert found(op, q="00000000-0000-4000-8000-000000000000") == []
+
+
+def test_a_word_with_a_state_counts_the_tasks_that_have_both_up_to_the_cap(
+    op, make_task, monkeypatch
+):
+    for i in range(3):
+        rejected(f"Scope check {i}", "out of scope")
+    make_task("completed", text="scope of the release")
+    make_task("working", text="scope creep")
+
+    def summary(**params) -> str:
+        page = op.get("/history", params).content.decode()
+        return re.search(r'id="history-summary"[^>]*>([^<.·]+?) ?[·.]', page)[1]
+
+    assert summary(q="scope", state="rejected") == "3 tasks match"
+    assert summary(q="scope", state="finished") == "4 tasks match"
+    assert summary(q="scope", state="open") == "1 task match"
+    monkeypatch.setattr(search, "COUNT_CAP", 2)
+    assert summary(q="scope", state="rejected") == "More than 2 tasks match"
+    assert summary(q="scope", state="working") == "1 task match"
