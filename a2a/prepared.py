@@ -30,7 +30,7 @@ import dataclasses
 import itertools
 import uuid
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -344,6 +344,27 @@ def one_of(column: str, values: list[Any], using: str = "default") -> tuple[str,
     return f"{column} IN ({', '.join(['%s'] * len(values))})", list(values)
 
 
+def pairs_in(
+    columns: tuple[str, str],
+    pairs: list[tuple[Any, Any]],
+    types: tuple[str, str],
+    using: str = "default",
+) -> tuple[str, list[Any]]:
+    """`(a, b) IN (pairs)` with its parameters, for a raw read of the rows of many keys of
+    two columns (a pass's messages by (task, seq)): PostgreSQL one array per column
+    (`types`: their SQL types), the same text for any count; SQLite a VALUES list. The
+    ORM's OR of one Q per pair made statements so long that psycopg parsed each anew
+    (its cache stops at 4,096 characters): a projection pass over 64 tasks spent more
+    CPU there than in the database."""
+    a, b = columns
+    if connections[using].vendor == "postgresql":
+        firsts, seconds = [p[0] for p in pairs], [p[1] for p in pairs]
+        sql = f"({a}, {b}) IN (SELECT * FROM unnest(%s::{types[0]}[], %s::{types[1]}[]))"
+        return sql, [firsts, seconds]
+    values = ", ".join(["(%s, %s)"] * len(pairs))
+    return f"({a}, {b}) IN (VALUES {values})", list(itertools.chain.from_iterable(pairs))
+
+
 class PreparedInsert:
     """`model.objects.create(**values)` with the INSERT compiled once per database alias.
 
@@ -374,7 +395,9 @@ class PreparedInsert:
         for field in self.fields:
             if not _plain(field) or (field.has_db_default() and not field.has_default()):
                 raise PreparedShapeError(f"{meta.label}.{field.name} is not a plain column")
-        returning = meta.db_returning_fields
+        # A field with a database default that also has the model's default is written
+        # like any other (every field is), so only the auto key comes back.
+        returning = [f for f in meta.db_returning_fields if f is self.auto or not f.has_default()]
         if returning != ([self.auto] if self.auto else []):
             raise PreparedShapeError(f"{meta.label} returns {returning} from an insert")
         features = connection.features
@@ -402,10 +425,9 @@ class PreparedInsert:
             compiled = self._compiled[using, rows] = self._compile(using, rows)
         return compiled
 
-    def insert(self, using: str = "default", **values: Any) -> Model:
-        """Insert one row (see the class's docstring); returns its saved instance."""
-        sql, _ = self._statement(using, 1)
-        connection = connections[using]
+    def _row(self, values: dict[str, Any]) -> tuple[list[Any], list[tuple[Field, Model]]]:
+        """The row's values in field order (defaults for those not given) and the related
+        objects given by name, refused as `create` refuses them."""
         related = []
         row = []
         given = 0
@@ -429,8 +451,41 @@ class PreparedInsert:
         if given != len(values):  # as the model's __init__ refuses a name it does not have
             unknown = set(values) - {n for f in self.fields for n in (f.name, f.attname)}
             raise TypeError(f"{self.model.__name__} has no field named {sorted(unknown)}")
-        params = [f.get_db_prep_save(v, connection) for f, v in zip(self.fields, row, strict=True)]
+        return row, related
+
+    def along(self, using: str = "default", **values: Any) -> tuple[str, list[Any]]:
+        """This insert of one row as (sql, params), to be run with another insert's
+        statement (`insert(..., along=[...])`) instead of by itself; its row is not
+        returned."""
+        sql, _ = self._statement(using, 1)
+        row, _ = self._row(values)
+        return sql, self._prepped(row, connections[using])
+
+    def _prepped(self, row: list[Any], connection: Any) -> list[Any]:
+        return [f.get_db_prep_save(v, connection) for f, v in zip(self.fields, row, strict=True)]
+
+    def insert(
+        self, using: str = "default", *, along: Sequence[tuple[str, list[Any]]] = (), **values: Any
+    ) -> Model:
+        """Insert one row (see the class's docstring); returns its saved instance.
+
+        `along`: other inserts (`PreparedInsert.along`) that go with it. On PostgreSQL they
+        are one statement with this one (data-modifying WITH queries, each run once and to
+        completion whether or not it is read): one round trip instead of several, for the
+        writes every change makes (a2a.services._core.record). Elsewhere (SQLite, in-process
+        calls) they run first, one by one."""
+        sql, _ = self._statement(using, 1)
+        connection = connections[using]
+        row, related = self._row(values)
+        params = self._prepped(row, connection)
         with transaction.mark_for_rollback_on_error(using), connection.cursor() as cursor:
+            if along and connection.vendor == "postgresql":
+                parts = ", ".join(f"along_{i} AS ({s})" for i, (s, _) in enumerate(along))
+                sql = f"WITH {parts} {sql}"
+                params = [*itertools.chain.from_iterable(p for _, p in along), *params]
+            else:
+                for other_sql, other_params in along:
+                    cursor.execute(other_sql, other_params)
             cursor.execute(sql, params)
             returned = cursor.fetchone() if self.auto else None
         saved = {f.attname: v for f, v in zip(self.fields, row, strict=True)}
@@ -444,14 +499,24 @@ class PreparedInsert:
 
     def insert_all(self, objs: list[Model], using: str = "default") -> list[Model]:
         """`bulk_create(objs)` for new instances of a model with an auto key in one
-        statement: their ids set from the database's, saved on `using`. More than MANY rows,
+        statement: their ids set from the database's, saved on `using`. More than MANY rows
+        (but on PostgreSQL, whose statement takes arrays of any length),
         or rows that already have a key, go through bulk_create itself."""
         if not objs:
             return objs
-        if len(objs) > self.MANY or not self.auto or any(o.pk is not None for o in objs):
-            # many rows, or rows with their keys: the ORM's batches and key handling
+        if not self.auto or any(o.pk is not None for o in objs):
+            # rows with their keys: the ORM's key handling
             return self.model._base_manager.using(using).bulk_create(objs)
-        sql, by_column = self._statement(using, len(objs))
+        rows = len(objs)
+        if rows > self.MANY:
+            # PostgreSQL's statement for several rows takes one array per column (UNNEST):
+            # the same text for any number of rows, so one compiled statement serves a
+            # projection pass of 64 tasks as well as one of 2. Elsewhere the ORM batches.
+            sql, by_column = self._statement(using, 2)
+            if not by_column:
+                return self.model._base_manager.using(using).bulk_create(objs)
+        else:
+            sql, by_column = self._statement(using, rows)
         connection = connections[using]
         rows = [
             [f.get_db_prep_save(getattr(obj, f.attname), connection) for f in self.fields]

@@ -20,7 +20,7 @@ from a2a import access
 from a2a.errors import TaskNotFound, ValidationFailed
 from a2a.lifecycle import PAUSED
 from a2a.models import Artifact, Message, Task, TaskCount, TaskCountChange
-from a2a.prepared import Prepared, PreparedTogether
+from a2a.prepared import Prepared, PreparedTogether, pairs_in
 
 if TYPE_CHECKING:
     from a2a.services import Actor
@@ -354,3 +354,11 @@ def input_answer(task_id: str, request_id: str) -> dict[str, Any] | None:
         if data.get("requestId") == request_id:
             return data
     return None
+
+
+def messages_of(keys: list[tuple[str, int]]) -> list[Message]:
+    """The messages of these (task id, seq) keys, in one statement whatever their count
+    (a projection pass's titles and texts, a2a.prepared.pairs_in)."""
+    where, params = pairs_in(("task_id", "seq"), keys, ("text", "integer"))
+    table = Message._meta.db_table
+    return list(Message.objects.raw(f"SELECT * FROM {table} WHERE {where}", params))

@@ -47,10 +47,11 @@ from collections.abc import Iterable
 from datetime import timedelta
 
 from django.db import close_old_connections, connection, transaction
-from django.db.models import Min, OuterRef, Q, Subquery
+from django.db.models import Min, OuterRef, Subquery
 from django.utils import timezone
 
 from a2a import conf
+from a2a import selectors as a2a_selectors
 from a2a.event_kinds import EventKind, is_agent_text
 from a2a.health import Lag, projection_lag
 from a2a.models import Message, ProjectionDue, Suspension, Task, TaskEvent
@@ -189,10 +190,46 @@ def _unprojected(task: Task, current: ViewTask | None) -> list[TaskEvent]:
         found = _EVENTS_AFTER_ID.fetch(task=task.pk, after=last_id, upto=task.version)
     else:
         found = _EVENTS_AFTER_VERSION.fetch(task=task.pk, after=done, upto=task.version)
+    _check_contiguous(task, found)
+    return found
+
+
+# The same for several tasks in one statement (PostgreSQL: a round trip per task was a
+# fifth of a 64-task pass's CPU). Within a task ids grow with versions, so the events past
+# the cursor's event id are exactly those past its version: both bounds, whichever is known.
+_EVENTS_OF_MANY = (
+    "SELECT e.* FROM {events} AS e JOIN unnest(%s::text[], %s::bigint[], %s::bigint[], "
+    "%s::bigint[]) AS c(task, after_id, after_version, upto) ON e.task_id = c.task "
+    "AND e.id > c.after_id AND e.task_version > c.after_version AND e.task_version <= c.upto "
+    "ORDER BY e.task_id, e.id"
+)
+
+
+def _unprojected_of(tasks: list[Task], views: dict[str, ViewTask]) -> dict[str, list[TaskEvent]]:
+    """`_unprojected` of each task, by task id: one statement on PostgreSQL, a read per
+    task elsewhere (SQLite reads in process: no round trip to save)."""
+    if len(tasks) == 1 or not _postgres():
+        return {task.pk: _unprojected(task, views.get(task.pk)) for task in tasks}
+    cursors = [_cursor(views.get(task.pk)) for task in tasks]
+    params = [
+        [task.pk for task in tasks],
+        [last_id or 0 for _, last_id in cursors],
+        [done for done, _ in cursors],
+        [task.version for task in tasks],
+    ]
+    sql = _EVENTS_OF_MANY.format(events=TaskEvent._meta.db_table)
+    found: dict[str, list[TaskEvent]] = {task.pk: [] for task in tasks}
+    for event in TaskEvent.objects.raw(sql, params):
+        found[event.task_id].append(event)
+    for task in tasks:
+        _check_contiguous(task, found[task.pk])
+    return found
+
+
+def _check_contiguous(task: Task, found: list[TaskEvent]) -> None:
     versions = [e.task_version for e in found]
     if versions and versions != list(range(versions[0], versions[0] + len(versions))):
         log.error("task %s: events out of order for the projection: %s", task.pk, versions)
-    return found
 
 
 def _refs(plans: list[tuple[Task, ViewTask | None, list[TaskEvent]]]) -> projector.Refs:
@@ -222,11 +259,7 @@ def _refs(plans: list[tuple[Task, ViewTask | None, list[TaskEvent]]]) -> project
         msg = _MESSAGE.first(task=asked[0][0], seq=asked[0][1])
         found = [msg] if msg is not None else []
     elif asked:
-        match = Q()
-        for task_id, seqs in wanted.items():
-            if seqs:
-                match |= Q(task_id=task_id, seq__in=sorted(seqs))
-        found = list(Message.objects.filter(match))
+        found = a2a_selectors.messages_of(asked)
     else:
         found = []
     for msg in found:
@@ -263,12 +296,13 @@ def _pass(task_ids: list[str], wait: bool) -> list[str]:
             return held
         tasks, views = _tasks_and_views(held)  # the tasks before their events (module doc)
         plans, through = [], {}
+        unprojected = _unprojected_of([tasks[t] for t in held if t in tasks], views)
         for task_id in held:
             task = tasks.get(task_id)
             if task is None:  # gone (deleted): its due rows go too
                 through[task_id] = None
                 continue
-            events = _unprojected(task, views.get(task_id))
+            events = unprojected[task_id]
             through[task_id] = task.version
             if events:
                 plans.append((task, views.get(task_id), events))

@@ -90,6 +90,11 @@ class _Batch:
 
     def __init__(self, task_id: str, version: int) -> None:
         self.task_id, self.version, self.rows = task_id, version, []
+        # Whether an end may find Interrupt rows to close beyond those of the state it
+        # leaves (`_task_ends`): the task asked a question once (its entry's sticky
+        # lastInterruptId: answered ones end with the task), its entry predates that key,
+        # or this pass opened one. Most tasks end working without ever asking or pausing.
+        self.interrupts = True
 
     def add(self, type_: str, event: dict[str, Any], at) -> None:
         self.rows.append(
@@ -136,6 +141,7 @@ class Refs:
 
 # every pass's two writes (its view rows, its AG-UI rows), compiled once (a2a/prepared.py)
 _SAVE_VIEW = PreparedUpdate(ViewTask)
+_NEW_VIEW = PreparedInsert(ViewTask)  # every new task's entry
 _NEW_EVENTS = PreparedInsert(AguiEvent)
 _OPEN = Prepared(
     lambda task, kind: Interrupt.objects.filter(task_id=task, kind=kind, pending=True),
@@ -188,6 +194,7 @@ def project_task(
     version = current.version + 1 if current is not None else 1
     batch = _Batch(task.id, version)
     previous = current.entry if current is not None else None
+    batch.interrupts = previous is not None and previous.get("lastInterruptId", "?") is not None
     in_view = current is not None and current.in_view
     ops: list[dict[str, Any]] = []
     title = None
@@ -203,6 +210,7 @@ def project_task(
         last_interrupt = ACTIVITIES.get(event.kind, _untouched)(event, refs, batch, ops) or (
             last_interrupt
         )
+        batch.interrupts = batch.interrupts or last_interrupt is not None
         recount = recount or event.kind == EventKind.ARTIFACT_ADDED
         waiting = _waiting_for_worker(event, waiting)
         if event.kind == EventKind.TURN_ENDED:
@@ -253,7 +261,7 @@ def project_task(
         "updated_at": task.updated_at,
     }
     if current is None:
-        ViewTask.objects.create(task_id=task.id, **row)
+        _NEW_VIEW.insert(task_id=task.id, **row)
     else:
         _SAVE_VIEW.update(task.id, **row)
     return batch.rows
@@ -492,6 +500,7 @@ def _pause_opens(event: TaskEvent, refs: Refs, batch: _Batch, ops: list) -> None
         content={"stage": "paused", "taskId": event.task_id, **pause},
         created_at=at,
     )
+    batch.interrupts = True
     batch.activity_snapshot(interrupt, at)
 
 
@@ -518,6 +527,8 @@ def _task_ends(event: TaskEvent, refs: Refs, batch: _Batch, ops: list) -> None:
     (`timed_out` when its deadline ended the task, else `canceled`), a question never
     answered is withdrawn, and an answered one the task was working on ends as the task
     did (its final state, the event's: a timeout that fails the task says `failed`)."""
+    if not batch.interrupts and event.from_state in (State.SUBMITTED, State.WORKING):
+        return  # no question ever, and an open pause or question needs a waiting state
     kind, at = event.kind, event.created_at
     touched = _TOUCHED_BY_AN_END.fetch(task=event.task_id)  # one read for the three kinds
     pauses = [i for i in touched if i.pending and i.kind == Interrupt.Kind.PAUSE]

@@ -25,6 +25,7 @@ from typing import Any
 
 from django.db import connection
 
+from a2a import selectors
 from a2a.formats import text_of
 from a2a.lifecycle import PAUSED, State
 from a2a.models import Message, Task, TaskEvent
@@ -85,13 +86,7 @@ def index(plans: list[tuple[Task, ViewTask | None, list[TaskEvent]]], messages) 
                 wanted[(task.pk, seq)] = messages(task.pk, seq)
     missing = [k for k, m in wanted.items() if m is None]
     if missing:
-        by_task: dict[str, list[int]] = {}
-        for task_id, seq in missing:
-            by_task.setdefault(task_id, []).append(seq)
-        query = Message.objects.none()
-        for task_id, seqs in by_task.items():
-            query |= Message.objects.filter(task_id=task_id, seq__in=seqs)
-        for msg in query:
+        for msg in selectors.messages_of(missing):
             wanted[(msg.task_id, msg.seq)] = msg
     changed = []
     for task, current, events in plans:

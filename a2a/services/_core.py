@@ -198,9 +198,16 @@ def record(
         task.version += 1
         task.updated_at = at
         _SAVE_TASK.save(task, ("version", "updated_at", *fields))
+    # The event's companions, one statement with it on PostgreSQL (PreparedInsert.along):
+    # the count of the change of state (ListTasks' totalSize, the board's totals: D27) and
+    # the due row of the projection after commit (events' docstring).
+    along = []
     if from_state is not None and from_state != task.state:
-        counts.changed(task, from_state)  # ListTasks' totalSize, the board's totals (D27)
+        along.append(counts.changed(task, from_state))
+    if events.projected():
+        along.append(_NEW_DUE.along(task=task, task_version=task.version, at=at))
     event = _NEW_EVENT.insert(
+        along=along,
         task=task,
         kind=kind,
         from_state=task.state if from_state is None else from_state,
@@ -211,8 +218,6 @@ def record(
         task_version=task.version,
         created_at=at,
     )
-    if events.projected():  # durable: the projection runs after commit (events' docstring)
-        _NEW_DUE.insert(task=task, task_version=task.version, at=at)
     event.task = task  # subscribers read the locked, current row without a query
     event.message = created
     events.publish(event)

@@ -38,10 +38,11 @@ IN_SLICE = 900  # ids per DELETE … IN (old SQLite builds allow 999 parameters)
 _NEW_CHANGE = PreparedInsert(TaskCountChange)  # one per change of state (a2a/prepared.py)
 
 
-def changed(task: Task, from_state: str) -> None:
-    """Count `task` as having left `from_state` ("" for a new task) for its state now; in
-    the writer's transaction, with its row lock held."""
-    _NEW_CHANGE.insert(owner=task.owner, from_state=from_state, to_state=task.state)
+def changed(task: Task, from_state: str) -> tuple[str, list]:
+    """Count `task` as having left `from_state` ("" for a new task) for its state now: the
+    insert, as (sql, params), that the writer runs with its event in its transaction, with
+    its row lock held (a2a.services._core.record, PreparedInsert.along)."""
+    return _NEW_CHANGE.along(owner=task.owner, from_state=from_state, to_state=task.state)
 
 
 def _upsert_sql() -> str:

@@ -318,3 +318,40 @@ def test_every_connection_converts_what_it_reads_as_the_orm_does(busy_task):
     with ThreadPoolExecutor(1) as pool:
         assert pool.submit(read_in_a_thread).result() == [want, want]
     assert read() == want
+
+
+def test_a_change_writes_its_event_count_and_due_row_together(make_task, hold_projection):
+    """A change of state writes its event, the count change and the projection's due row
+    (a2a.services._core.record): on PostgreSQL in one statement (PreparedInsert.along,
+    data-modifying WITH), elsewhere one by one; either way all three are there, and a
+    failing companion leaves none of them."""
+    from django.db import IntegrityError, transaction
+
+    from a2a.models import ProjectionDue, TaskCountChange, TaskEvent
+    from a2a.services._core import _NEW_DUE, _NEW_EVENT
+
+    task = make_task("working")
+    hold_projection()  # its due rows stay to be seen
+    before = TaskCountChange.objects.count()
+    with CaptureQueriesContext(connection) as seen:
+        services.pause_task(task.id, actor=CLIENT, reason="lunch")
+    tables = ("a2a_taskevent", "a2a_taskcountchange", "a2a_projectiondue")
+    writes = [q["sql"] for q in seen.captured_queries if any(t in q["sql"] for t in tables)]
+    writes = [sql for sql in writes if "INSERT INTO" in sql]
+    if connection.vendor == "postgresql":
+        assert len(writes) == 1 and all(t in writes[0] for t in tables)
+    else:
+        assert len(writes) == 3
+    paused = Task.objects.get(pk=task.id)
+    assert TaskCountChange.objects.count() == before + 1
+    assert ProjectionDue.objects.filter(task_id=task.id, task_version=paused.version).exists()
+    assert TaskEvent.objects.filter(task_id=task.id, task_version=paused.version).count() == 1
+
+    events = TaskEvent.objects.count()
+    twice = _NEW_DUE.along(task=paused, task_version=paused.version, at=paused.updated_at)
+    with pytest.raises(IntegrityError), transaction.atomic():  # a due row that exists
+        _NEW_EVENT.insert(
+            along=[twice], task=paused, kind="note", actor="client:test",
+            task_version=paused.version + 1, created_at=paused.updated_at,
+        )  # fmt: skip
+    assert TaskEvent.objects.count() == events

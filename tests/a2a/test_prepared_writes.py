@@ -221,7 +221,7 @@ def test_a_suspension_opened_and_ended_is_the_row_the_orm_writes(resume_input):
     )
 
 
-@pytest.mark.parametrize("count", [1, 3, PreparedInsert.MANY + 2])
+@pytest.mark.parametrize("count", [1, 3, PreparedInsert.MANY + 2, 150])
 def test_agui_rows_inserted_together_are_the_rows_bulk_create_writes(count):
     from agui import projector
 
