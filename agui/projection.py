@@ -307,12 +307,18 @@ def _pass(task_ids: list[str], wait: bool) -> list[str]:
             if events:
                 plans.append((task, views.get(task_id), events))
         rows: list = []
+        # a pass over several tasks inserts their new view rows together
+        new_views: list[ViewTask] | None = [] if len(plans) > 1 else None
         if plans:
             refs, runs = _refs(plans), _runs([p[0] for p in plans])
             # the search documents (agui/search.py): the same pass, the same transaction
             search.index(plans, refs.message)
             for task, current, events in plans:
-                rows += projector.project_task(task, current, events, refs, runs.get(task.pk))
+                rows += projector.project_task(
+                    task, current, events, refs, runs.get(task.pk), new_views
+                )
+            if new_views:  # before the push-out below reads which finished ones are in view
+                projector.insert_views(new_views)
             if any(task.state in view.FINISHED for task, _, _ in plans):
                 last = max(events[-1].created_at for _, _, events in plans)
                 rows += projector.finished_pushed_out(last)

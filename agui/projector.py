@@ -182,6 +182,7 @@ def project_task(
     events: list[TaskEvent],
     refs: Refs,
     run_id: str | None,
+    new_views: list[ViewTask] | None = None,
 ) -> list[AguiEvent]:
     """Project `events` (the task's committed, unprojected events, in order, ending at the
     task's version as read: `task`) as one change of the view: the activities of every
@@ -190,7 +191,8 @@ def project_task(
     view row and the Interrupt rows; returns the AG-UI rows for the caller to insert with
     the pass's others. The caller holds the task (agui.projection): nobody else writes
     this view row now, so a plain insert or update (update_or_create would add a locking
-    read and two savepoints)."""
+    read and two savepoints). `new_views`: a new task's view row is added to it for the
+    caller to insert with the pass's others (one statement for a pass over many tasks)."""
     version = current.version + 1 if current is not None else 1
     batch = _Batch(task.id, version)
     previous = current.entry if current is not None else None
@@ -260,7 +262,9 @@ def project_task(
         "event_id": events[-1].id,
         "updated_at": task.updated_at,
     }
-    if current is None:
+    if current is None and new_views is not None:
+        new_views.append(ViewTask(task_id=task.id, **row))
+    elif current is None:
         _NEW_VIEW.insert(task_id=task.id, **row)
     else:
         _SAVE_VIEW.update(task.id, **row)
@@ -300,6 +304,12 @@ def _pushed_out(finished_max: int, limit: int) -> tuple[str, tuple]:
         f"ORDER BY {order} LIMIT {int(limit)} OFFSET {int(finished_max)}"
     )
     return sql, tuple(params)
+
+
+def insert_views(new_views: list[ViewTask]) -> None:
+    """Write the new view rows of a pass over several tasks (`project_task`'s
+    `new_views`): one statement, compiled once a pass rather than a round trip a task."""
+    ViewTask.objects.bulk_create(new_views)
 
 
 def insert_rows(rows: list[AguiEvent]) -> None:
