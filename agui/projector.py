@@ -386,7 +386,7 @@ def _leave(task_ids: list[str]) -> list[tuple[str, int]]:
     it when. Rows are locked in task id order (PostgreSQL sorts an `= ANY` array for the
     primary key's index), so two evictors cannot deadlock. One statement, not one per
     task: a blocking send's finished task is evicted once, and a per-row UPDATE built
-    by the ORM was 7–8 % of the server's Python CPU under load (docs/production.md,
+    by the ORM was 7-8 % of the server's Python CPU under load (docs/production.md,
     "What a write costs")."""
     if not task_ids:
         return []
