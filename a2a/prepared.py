@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import uuid
 import weakref
 from collections.abc import Callable, Sequence
@@ -335,13 +336,14 @@ def _refuse_signals(model: type[Model]) -> None:
 
 
 def one_of(column: str, values: list[Any], using: str = "default") -> tuple[str, list[Any]]:
-    """`column IN (values)` written once for any number of values, with its parameters:
-    PostgreSQL `= ANY(%s)` with one array (one statement text whatever the count, so the
-    server's prepared statement is reused), SQLite a list of placeholders. For raw
-    statements on hot paths; the ORM's `__in` compiles a new statement each time."""
+    """`column IN (values)` with its one parameter: the same statement text whatever the
+    count (each database keeps one prepared statement for it), as agui.fanout's reader
+    does. PostgreSQL `= ANY(%s)` with an array, SQLite the values as a JSON array read
+    by json_each. For raw statements on hot paths; the ORM's `__in` compiles a
+    placeholder per value each time."""
     if connections[using].vendor == "postgresql":
         return f"{column} = ANY(%s)", [list(values)]
-    return f"{column} IN ({', '.join(['%s'] * len(values))})", list(values)
+    return f"{column} IN (SELECT value FROM json_each(%s))", [json.dumps(list(values))]
 
 
 def pairs_in(
@@ -351,8 +353,9 @@ def pairs_in(
     using: str = "default",
 ) -> tuple[str, list[Any]]:
     """`(a, b) IN (pairs)` with its parameters, for a raw read of the rows of many keys of
-    two columns (a pass's messages by (task, seq)): PostgreSQL one array per column
-    (`types`: their SQL types), the same text for any count; SQLite a VALUES list. The
+    two columns (a pass's messages by (task, seq)), the same text for any count:
+    PostgreSQL one array per column (`types`: their SQL types), SQLite one JSON array of
+    pairs read by json_each (as `one_of`). The
     ORM's OR of one Q per pair made statements so long that psycopg parsed each anew
     (its cache stops at 4,096 characters): a projection pass over 64 tasks spent more
     CPU there than in the database."""
@@ -361,8 +364,8 @@ def pairs_in(
         firsts, seconds = [p[0] for p in pairs], [p[1] for p in pairs]
         sql = f"({a}, {b}) IN (SELECT * FROM unnest(%s::{types[0]}[], %s::{types[1]}[]))"
         return sql, [firsts, seconds]
-    values = ", ".join(["(%s, %s)"] * len(pairs))
-    return f"({a}, {b}) IN (VALUES {values})", list(itertools.chain.from_iterable(pairs))
+    each = "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(%s)"
+    return f"({a}, {b}) IN ({each})", [json.dumps([list(p) for p in pairs])]
 
 
 class PreparedInsert:

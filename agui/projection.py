@@ -39,7 +39,7 @@ view's lag notice (agui/fanout.py) and the benches show it.
 from __future__ import annotations
 
 import atexit
-import itertools
+import json
 import logging
 import threading
 import time
@@ -168,7 +168,7 @@ _MESSAGE = Prepared(
     ints=("seq",),
 )
 _SUSPENSION = Prepared(lambda handle: Suspension.objects.filter(handle=handle)[:1], "handle")
-ALL = 2**62  # a version above any task's (`_consumed`)
+_ALL_VERSIONS = 2**62  # above any task's version (`_consumed`)
 _CONSUME = f"DELETE FROM {ProjectionDue._meta.db_table} WHERE task_id = %s AND task_version <= %s"
 
 
@@ -359,9 +359,9 @@ def _consumed(through: dict[str, int | None]) -> None:
         return
     # One statement written once per vendor, not an OR of a Q per task built by the ORM
     # (a pass of 64 tasks spent more CPU building it than the database deleting).
-    # A task gone (deleted) loses all its rows: no version is above ALL.
+    # A task gone (deleted) loses all its rows: no version is above _ALL_VERSIONS.
     ids = list(through)
-    upto = [ALL if v is None else v for v in through.values()]
+    upto = [_ALL_VERSIONS if v is None else v for v in through.values()]
     table = ProjectionDue._meta.db_table
     with connection.cursor() as cursor:
         if _postgres():
@@ -371,12 +371,12 @@ def _consumed(through: dict[str, int | None]) -> None:
                 [ids, upto],
             )
         else:
-            pairs = ", ".join(["(%s, %s)"] * len(ids))
             where, params = one_of("task_id", ids)
             cursor.execute(
-                f"WITH t(id, upto) AS (VALUES {pairs}) DELETE FROM {table} WHERE {where} "
-                f"AND task_version <= (SELECT upto FROM t WHERE t.id = {table}.task_id)",
-                [*itertools.chain.from_iterable(zip(ids, upto, strict=True)), *params],
+                f"DELETE FROM {table} WHERE {where} AND task_version <= (SELECT "
+                f"json_extract(value, '$[1]') FROM json_each(%s) "
+                f"WHERE json_extract(value, '$[0]') = {table}.task_id)",
+                [*params, json.dumps([list(p) for p in zip(ids, upto, strict=True)])],
             )
 
 

@@ -196,7 +196,10 @@ def project_task(
     version = current.version + 1 if current is not None else 1
     batch = _Batch(task.id, version)
     previous = current.entry if current is not None else None
-    batch.interrupts = previous is not None and previous.get("lastInterruptId", "?") is not None
+    # an entry without the key predates it: it may have asked (read at its end, to be safe)
+    batch.interrupts = previous is not None and (
+        "lastInterruptId" not in previous or previous["lastInterruptId"] is not None
+    )
     in_view = current is not None and current.in_view
     ops: list[dict[str, Any]] = []
     title = None
