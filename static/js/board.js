@@ -106,11 +106,16 @@ export function start(live) {
 
   // Put the current page's rows in the document, in order; nothing moves when neither the
   // page's members nor their order changed (the usual delta: a row changed in place).
+  // order.page is the page the operator asked for (and the URL keeps): fewer rows for a
+  // moment show the last page there is, but do not forget it. A snapshot after a reconnect
+  // comes in parts (the tasks needing a person that did not fit follow it), and clamping
+  // order.page there sent the operator back to page 1 for good.
+  let current = 1; // the page shown: order.page, or the last page there is
   function layout() {
     const shown = [...rows.values()].filter((r) => r.show).sort(compare);
     const pages = Math.max(1, Math.ceil(shown.length / order.size));
-    if (order.page > pages) order.page = pages;
-    const start = (order.page - 1) * order.size;
+    current = Math.min(order.page, pages);
+    const start = (current - 1) * order.size;
     const page = shown.slice(start, start + order.size);
     // Move only the rows that moved: a new task at the top is one insert and one removal,
     // not 200 rows taken out and put back (each frame of a burst re-laid out the board).
@@ -122,9 +127,9 @@ export function start(live) {
       else tbody.insertBefore(r.tr, at);
     }
     pager.hidden = shown.length <= order.size;
-    range.textContent = shown.length ? `Tasks ${start + 1}–${start + page.length} of ${shown.length} · page ${order.page} of ${pages}` : "";
-    pager.querySelector('[data-page="prev"]').disabled = order.page <= 1;
-    pager.querySelector('[data-page="next"]').disabled = order.page >= pages;
+    range.textContent = shown.length ? `Tasks ${start + 1}–${start + page.length} of ${shown.length} · page ${current} of ${pages}` : "";
+    pager.querySelector('[data-page="prev"]').disabled = current <= 1;
+    pager.querySelector('[data-page="next"]').disabled = current >= pages;
     for (const head of document.querySelectorAll("[data-sort-col]")) {
       const col = head.dataset.sortCol;
       const on = col === order.key || (col === "created" && order.key === "title");
@@ -494,7 +499,7 @@ export function start(live) {
   pager.addEventListener("click", (e) => {
     const b = e.target.closest && e.target.closest("[data-page]");
     if (!b || b.disabled) return;
-    order.page += b.dataset.page === "next" ? 1 : -1;
+    order.page = current + (b.dataset.page === "next" ? 1 : -1);
     writeUrl();
     layout();
     updateBulk();

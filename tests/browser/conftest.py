@@ -130,8 +130,29 @@ def settle(transactional_db, runtime, start) -> Iterator[None]:  # noqa: F811
     wait_jobs_finished()
 
 
+_PAGES = pytest.StashKey[list]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed browser test reports, for each page it opened, what its AG-UI socket went
+    through (live.js's stats: snapshots, deltas, resyncs, reconnects, the last statuses)
+    and the page's last console lines: a flake seen once in CI is rarely understood from
+    the assertion alone (the pages are still open: fixtures are torn down after this)."""
+    report = yield
+    if report.failed and call.when == "call":
+        for n, (page, console) in enumerate(item.stash.get(_PAGES, [])):
+            try:
+                stats = page.evaluate("JSON.stringify(window.taskdeck?.live?.stats ?? null)")
+            except Exception as exc:  # closed, navigated away, or no app.js on it
+                stats = f"(not read: {exc.__class__.__name__})"
+            lines = [f"url {page.url}", f"live.stats {stats}", *console[-20:]]
+            report.sections.append((f"page {n + 1}", "\n".join(lines)))
+    return report
+
+
 @pytest.fixture
-def open_as(browser, site) -> Iterator[Callable[..., Page]]:
+def open_as(browser, site, request) -> Iterator[Callable[..., Page]]:
     """open_as(user, "/path", zone=None, viewport=(1360, 900), scheme=None) -> a page in a
     fresh browser context signed in as `user` (its clock in the IANA time `zone` if given,
     else the machine's; its window `viewport` = (width, height) CSS pixels; its
@@ -163,6 +184,9 @@ def open_as(browser, site) -> Iterator[Callable[..., Page]]:
         page.set_default_timeout(15_000)
         page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
         page.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
+        console: list[str] = []
+        page.on("console", lambda m: console.append(f"console {m.type}: {m.text}"))
+        request.node.stash.setdefault(_PAGES, []).append((page, console))
         page.goto(path)
         return page
 

@@ -103,3 +103,22 @@ def test_on_a_phone_the_sort_picker_sorts(open_as, operator, many):
     expect(page.locator("#board-range")).to_have_text(shows(11, 20, 2))
     expect(page.locator("#board-rows .row .task-link").first).to_have_text("Task 11 of the batch")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+def test_a_page_the_board_does_not_have_yet_is_kept_until_it_has(open_as, operator, many):
+    """The page asked for (a link, or a reload while tasks come and go) is kept: with fewer
+    rows the board shows its last page, and the asked-for one once there are rows for it
+    (a snapshot after a reconnect arrives in parts; clamping there once lost the page)."""
+    page = open_as(operator, "/?size=10&page=5")
+    live(page)
+    expect(page.locator("#board-range")).to_have_text(shows(21, 25, 3))
+    expect(page.get_by_role("button", name=NEXT)).to_be_disabled()
+    for i in range(26, 46):
+        task = services.create_task(user_message(f"Task {i:02d} of the batch"), actor=CLIENT,
+                                    skill="batch")  # fmt: skip
+        services.cancel_task(task.id, actor=CLIENT, reason="made for the board test")
+    expect(page.locator("#board-range")).to_have_text("Tasks 41\u201345 of 45 \u00b7 page 5 of 5")
+    assert titles(page)[0].startswith("Task 05")  # newest first: 45..36 on page 1, ..., 05..01
+    expect(page).to_have_url(re.compile(r"page=5"))
+    page.get_by_role("button", name="\u2039 Previous").click()
+    expect(page.locator("#board-range")).to_have_text("Tasks 31\u201340 of 45 \u00b7 page 4 of 5")
