@@ -77,6 +77,12 @@ def repair(handle: str) -> None:
     Interrupt.objects.filter(interrupt_id=handle).delete()
 
 
+# A failing task's rest before the sweep tries it again, in these tests: longer than any
+# test takes however loaded the machine (the default 5 s ran out under CI's load between
+# the failure and the test's "logged once", and the retry logged a second time).
+LONG_REST = 600.0
+
+
 class Stop(Exception):
     pass
 
@@ -113,6 +119,7 @@ def live_projector(settings, monkeypatch) -> Iterator[StoppableProjector]:
     live = StoppableProjector()
     monkeypatch.setattr(projection, "_projector", live)
     monkeypatch.setattr(projection, "_failing", projection._Failing())
+    monkeypatch.setattr(projection, "RETRY_SECONDS", LONG_REST)
     yield live
     live.stop()
     assert live.thread is None or not live.thread.is_alive()
@@ -122,6 +129,7 @@ def live_projector(settings, monkeypatch) -> Iterator[StoppableProjector]:
 def fresh_failures(monkeypatch) -> None:
     """This test's own record of failing tasks (process-local state)."""
     monkeypatch.setattr(projection, "_failing", projection._Failing())
+    monkeypatch.setattr(projection, "RETRY_SECONDS", LONG_REST)
 
 
 def view_reflects(task_id: str) -> bool:
