@@ -15,6 +15,12 @@ the Origin check to protect (and the editors' relay sends no Origin).
 import gc
 import os
 
+# First: Daphne's asyncio reactor, before anything below imports Twisted (the patches of
+# Daphne's protocol classes do), which would install Twisted's default reactor and make
+# Daphne replace it with a warning. Daphne's Django app did this when it was installed in
+# every process (dashboard/settings.py says why it no longer is).
+import daphne.server  # noqa: F401
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
 from channels.auth import AuthMiddlewareStack

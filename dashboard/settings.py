@@ -9,6 +9,7 @@ DEBUG is off unless TASKDECK_DEBUG=1. The secret key comes from DJANGO_SECRET_KE
 from __future__ import annotations
 
 import os
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -36,8 +37,14 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = site.allowed_hosts
 CSRF_TRUSTED_ORIGINS = site.csrf_trusted_origins
 
+# Daphne's app does one thing: `manage.py runserver` becomes an ASGI server (WebSockets
+# included). Importing it installs Twisted's reactor, 0.27 s of every process's start-up
+# that no other command uses (workers, the scheduler, the ACP door; `serve` imports Daphne
+# itself): so it is installed for `runserver` only. docs/testing.md, "Start-up".
+DAPHNE_APP = ["daphne"] if sys.argv[1:2] == ["runserver"] else []
+
 INSTALLED_APPS = [
-    "daphne",
+    *DAPHNE_APP,
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",

@@ -6,68 +6,18 @@ and return wire dicts. Domain errors propagate; the view maps them to codes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
-
 from django.db import transaction
-from rest_framework import serializers
 
 from a2a import access, rate_limits, selectors, services
-from a2a.auth import Principal
 from a2a.errors import NotAllowedNow, TaskNotFound, ValidationFailed
 from a2a.lifecycle import TERMINAL, Dialect, State
 from a2a.models import Task
 
-from . import agent_card, wire, wire10
+from . import agent_card, extensions, wire, wire10
 from . import params as p
 from . import stream as streaming
 from .errors import EXTENDED_CARD_NOT_CONFIGURED, ProtocolError
-
-
-@dataclass(frozen=True)
-class Call:
-    principal: Principal
-    dialect: Dialect
-    last_event_id: int | None = None  # from the Last-Event-ID header of a reconnecting stream
-    version: str = "0.3"  # the wire version of the method called: "0.3" or "1.0"
-    # A blocking send: its answer is read once the task settles (a2a.jsonrpc.views), so
-    # the handler returns only {"id": ...} — reading the whole task now cost a blocking
-    # send a fifth of its web process's CPU, for an answer thrown away.
-    settle_first: bool = False
-    base_url: str = ""  # where the caller reached us (cards name their interfaces under it)
-
-    @property
-    def actor(self) -> services.Actor:
-        return self.principal.actor
-
-
-# Apps that act on a message's `configuration` register a hook here from their
-# AppConfig.ready() (a2a.push: inline webhook configs); the core never imports them. A hook
-# sees the configuration before anything is written and raises ValidationFailed to refuse
-# the whole request; it returns what to do with the task id once the message is
-# delivered (in the same transaction), or None when the configuration is not its business.
-SendHook = Callable[[dict[str, Any], "Call"], Callable[[str], Any] | None]
-SEND_HOOKS: list[SendHook] = []
-
-
-@dataclass(frozen=True)
-class Method:
-    handler: Callable[[dict[str, Any], Call], Any]
-    params: type[serializers.Serializer]
-    scope: str
-    streaming: bool = False  # the handler returns a StreamPlan; the answer is SSE
-    version: str = "0.3"  # 1.0 methods take 1.0 params and answer in the 1.0 wire format
-    # 1.0 methods: turns the handler's 0.3-shaped result into the 1.0 wire format
-    to_10: Callable[[Any], Any] | None = None
-
-    @property
-    def scopes(self) -> tuple[str, ...]:
-        """Every scope a caller needs: streams of a task's events read it as well. A method
-        with no scope is open to any API key (the extended card)."""
-        if not self.scope:
-            return ()
-        return (self.scope, "read") if self.streaming and self.scope != "read" else (self.scope,)
+from .table import SEND_HOOKS, Call, Method, SendHook  # noqa: F401 (the table's types, here too)
 
 
 def _task_dict(task_id: str, call: Call, history_length: int | None = None) -> dict:
@@ -333,3 +283,7 @@ METHODS.update(
         "AwaitTaskResumption": _v10(await_resumption, p.AwaitResumptionParams, "agent", _states_10),
     }
 )
+
+# the other apps' methods and send hooks (push notifications: a2a/protocol/extensions.py)
+extensions.extend(METHODS, SEND_HOOKS)
+EXTENDED = True

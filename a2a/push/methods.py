@@ -1,6 +1,6 @@
 """JSON-RPC methods for push notification configs, in the 0.3 and 1.0 wire shapes.
 
-Registered into a2a.protocol.methods.METHODS by PushAppConfig.ready(). Handlers take
+Added to a2a.protocol.methods.METHODS by `add` (a2a/protocol/extensions.py). Handlers take
 validated params and answer wire dicts; domain errors (TaskNotFound and ConfigNotFound:
 -32001, ValidationFailed: -32602) are mapped by the view.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from a2a.protocol.methods import Call, Method
+from a2a.protocol.table import Call, Method
 
 from . import params as p
 from . import services
@@ -121,3 +121,12 @@ PUSH_METHODS_10: dict[str, Method] = {
         delete_10, p.ConfigRefParams10, "write", version="1.0"
     ),
 }
+
+
+def add(methods: dict[str, Method], send_hooks: list) -> None:
+    """Extend the doors' method table (a2a/protocol/extensions.py): these methods, and the
+    hook that checks and stores an inline config of message/send."""
+    methods.update(PUSH_METHODS_03)
+    methods.update(PUSH_METHODS_10)
+    if services.send_hook not in send_hooks:
+        send_hooks.append(services.send_hook)

@@ -27,7 +27,7 @@ from . import params, sealing
 from .models import PushConfig
 
 if TYPE_CHECKING:
-    from a2a.protocol.methods import Call
+    from a2a.protocol.table import Call
 
 INLINE_FIELD = {"0.3": "pushNotificationConfig", "1.0": "taskPushNotificationConfig"}
 

@@ -134,8 +134,10 @@ def child_environment(
 # Runs as the web process: the inherited socket becomes descriptor 3 and the environment
 # names it, as systemd's socket activation does; the application is loaded (Django set up),
 # then the socket listens, then Daphne runs in this process (argv: fd, Daphne's arguments).
+# The socket may already be descriptor 3 (the lowest free one in `serve`): then it stays.
 ADOPT = (
-    "import os, socket, sys; fd = int(sys.argv[1]); os.dup2(fd, 3); os.close(fd); "
+    "import os, socket, sys; fd = int(sys.argv[1]); "
+    "fd != 3 and (os.dup2(fd, 3), os.close(fd)); "
     "os.environ.update(LISTEN_PID=str(os.getpid()), LISTEN_FDS='1', LISTEN_FDNAMES='web'); "
     "import importlib; sys.path.insert(0, '.'); "
     "importlib.import_module(sys.argv[-1].split(':')[0]); "
