@@ -47,6 +47,10 @@ class Runner:
     until_settled: Callable[[str, float | None], Awaitable[bool]]
     may_run_here: Callable[[], AbstractContextManager[object]]
     running_here: Callable[[str], asyncio.Future | None] = _nothing_here
+    # in a send's handler (inside `may_run_here`): whether a task of this skill created
+    # now is run in this process at once; its creation then starts it too (one transaction
+    # and one turn of SQLite's write lock less per blocking send: a2a.services.create_task)
+    starts_at_once: Callable[[str], bool] = lambda skill: False
     # the step journal (issue 29, "retry from the failed step"): how many steps a task's
     # run recorded, and carrying a failed run's steps over to its retry, in the caller's
     # transaction (`a2a.services.rerun_task`)
@@ -91,6 +95,12 @@ def until_settled(task_id: str, timeout: float | None = None) -> Awaitable[bool]
 def may_run_here() -> AbstractContextManager[object]:
     """Around a blocking or streaming send's handler (see `Runner.may_run_here`)."""
     return _runner.may_run_here()
+
+
+def starts_at_once(skill: str) -> bool:
+    """Inside a send's `may_run_here`: is a task of `skill` created now run here at once?
+    (Its run's lease is taken in the creating transaction; see `Runner.starts_at_once`.)"""
+    return _runner.starts_at_once(skill)
 
 
 def running_here(task_id: str) -> asyncio.Future | None:

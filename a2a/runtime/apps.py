@@ -39,6 +39,7 @@ class RuntimeConfig(AppConfig):
                 until_settled=settle.until_settled,
                 may_run_here=inline.wanted,
                 running_here=inline.running,
+                starts_at_once=inline.starts_at_once,
                 recorded_steps=journal.recorded_steps,
                 carry_steps=journal.carry_steps,
             )

@@ -115,6 +115,9 @@ def _hand_back(task_id: str, error: str) -> str:
     return f"fault {lease.faults} in a row ({error}); retrying in {delay:.1f} s"
 
 
+# The version of a task created started (its `created` and `started` events), untouched
+CREATED_STARTED = 2
+
 # A slice's reads, compiled once (a2a/prepared.py): every run starts with them.
 _STEPS = Prepared(lambda task: StepRecord.objects.filter(task_id=task), "task")
 _LAST_RESUMED = Prepared(
@@ -130,14 +133,18 @@ def _snapshot(
     task_id: str, fresh: bool = False
 ) -> tuple[Task, dict[int, StepRecord], list[dict], ResumeInfo | None]:
     """The task (started if it was submitted), its recorded steps, its transcript and how
-    its last pause ended. `fresh`: the caller created it moments ago (an inline run): if it
-    is still submitted it never ran and was never paused, so it has no steps and no
-    suspension to read."""
+    its last pause ended. `fresh`: the caller created it moments ago (an inline run),
+    started with its creation (a2a.services.create_task): at that version (2: created,
+    started) it never ran and was never paused, so it has no steps and no suspension to
+    read."""
     close_old_connections()
     task = selectors.task_row(task_id)
     if task is None:
         raise Task.DoesNotExist(task_id)
-    first = fresh and task.state == State.SUBMITTED
+    first = fresh and (
+        task.state == State.SUBMITTED
+        or (task.state == State.WORKING and task.version == CREATED_STARTED)
+    )
     if task.state == State.SUBMITTED:
         task = _start(task_id, task.skill)
     steps = {} if first else {s.seq: s for s in _STEPS.fetch(task=task_id)}

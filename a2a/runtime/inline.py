@@ -68,15 +68,25 @@ def wanted() -> Iterator[list[str]]:
             _schedule(task_id)
 
 
-def take(task_id: str, skill: str) -> bool:
-    """Called for a new task inside its creating transaction (a2a.runtime.wakeups): if a
-    blocking send wants it and its agent is inline, write its lease as held by this
-    process (one slice claimed, no job) and return True; else False (queue a job)."""
-    taken = _TAKEN.get()
-    if taken is None or not conf.RUNTIME.inline:
+def starts_at_once(skill: str) -> bool:
+    """Would a task of `skill` created now be taken to run here (`take`)? A blocking or
+    streaming send wants it (`wanted`), inline runs are on, and the skill's agent is
+    inline. The core asks before creating the task (a2a.work.starts_at_once): such a task
+    is created started (`working`), its `started` event in the creating transaction
+    instead of one of its own when the run begins."""
+    if _TAKEN.get() is None or not conf.RUNTIME.inline:
         return False
     agent = registry.get(skill)
-    if agent is None or not agent.inline:
+    return agent is not None and agent.inline
+
+
+def take(task_id: str, skill: str) -> bool:
+    """Called for a new task inside its creating transaction (a2a.runtime.wakeups): if a
+    blocking send wants it and its agent is inline (`starts_at_once`), write its lease as
+    held by this process (one slice claimed, no job) and return True; else False (queue a
+    job)."""
+    taken = _TAKEN.get()
+    if taken is None or not starts_at_once(skill):
         return False
     now = timezone.now()
     leases.NEW.insert(

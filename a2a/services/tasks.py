@@ -10,7 +10,7 @@ from typing import Any
 
 from django.db import transaction
 
-from a2a import access, rate_limits
+from a2a import access, rate_limits, work
 from a2a.errors import NotAllowedNow, ValidationFailed
 from a2a.event_kinds import EventKind
 from a2a.input_requests import RESPONSE_TYPE, find_data_part
@@ -46,8 +46,9 @@ def create_task(
     rerun_kind: str = "",
 ) -> Task:
     """A new `submitted` task of a skill this Taskdeck offers, holding the client's first
-    message. Referenced tasks must exist; a given contextId must be new or one the actor
-    may add to (a2a/services/contexts.py). `rerun_of`: the ended task this one repeats
+    message (`working` when a send's handler runs it here at once: a2a.work.starts_at_once).
+    Referenced tasks must exist; a given contextId must be new or one the actor may add
+    to (a2a/services/contexts.py). `rerun_of`: the ended task this one repeats
     (`reruns.rerun_task`); the new task is that task's owner's, not the operator's."""
     message.checked()
     checks.skill(skill)
@@ -69,6 +70,11 @@ def create_task(
         if missing := sorted(refs - found):
             raise ValidationFailed({"message.referenceTaskIds": [f"unknown task {missing[0]!r}"]})
     at = now()
+    # A blocking or streaming send whose agent runs in this process at once (an inline
+    # agent, a2a.work.starts_at_once): the task is created started, its `started` event in
+    # this transaction, not in one of its own when the run begins — on SQLite one turn of
+    # the one write lock less per send (docs/production.md, "Started with its creation").
+    at_once = work.starts_at_once(skill)
     # No savepoint inside a caller's transaction (a send's, which also writes the receipt):
     # nothing below is expected to fail, and what does fails the caller's transaction too,
     # whereas a savepoint costs two round trips on every send.
@@ -99,6 +105,12 @@ def create_task(
             task, EventKind.CREATED, actor, at, from_state="", data={"messageSeq": msg.seq},
             created=msg,
         )  # fmt: skip
+        if at_once:
+            previous = set_state(task, move(task.state, Action.START).to, at)
+            record(
+                task, EventKind.STARTED, Actor("agent", skill), at, from_state=previous,
+                fields=("state", "status_timestamp"),
+            )  # fmt: skip
     return task
 
 

@@ -126,12 +126,13 @@ def test_a_stream_of_an_inline_run_is_its_log_to_the_end_byte_for_byte(runtime, 
 
 def test_a_stream_shows_a_long_inline_run_while_it_runs_and_ends_with_its_cancel(runtime, rpc):
     """A stream waits for an inline run only so long (one poll interval): a run that goes
-    on shows its progress while it runs, and the stream ends when the task does."""
+    on shows its progress while it runs, and the stream ends when the task does. The
+    task comes first, `working`: it was started with its creation (the run took it)."""
     with open_stream10(rpc, f"test-resubscribe-message-id-{uuid.uuid4().hex[:8]}") as response:
         frames = sse_frames(response)
-        task_id = json.loads(next(frames)[1])["result"]["task"]["id"]
-        working = json.loads(next(frames)[1])["result"]["statusUpdate"]
-        assert working["status"]["state"] == "TASK_STATE_WORKING"
+        task = json.loads(next(frames)[1])["result"]["task"]
+        task_id = task["id"]
+        assert task["status"]["state"] == "TASK_STATE_WORKING"
         # shown while the run is still in its 11 s step: it holds the lease, nothing ended
         assert state(task_id) == "working" and not idle(task_id)
         rpc("CancelTask", {"id": task_id}, headers=V10)
@@ -380,7 +381,7 @@ def test_a_stream_whose_inline_run_fails_follows_the_workers_retry_to_the_end(ru
     # the loop's pooled threads are gone; their connections close when collected (a
     # PostgreSQL session left open would keep the test database from being dropped)
     gc.collect()
-    assert items[0]["kind"] == "task" and items[0]["status"]["state"] == "submitted"
+    assert items[0]["kind"] == "task" and items[0]["status"]["state"] == "working"
     assert items[-1]["status"]["state"] == "completed" and items[-1]["final"] is True
     assert "retrying" in events(task_id)
     assert jobs_for(task_id) == 1  # the worker's retry, which the stream followed
