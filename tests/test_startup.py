@@ -74,3 +74,13 @@ def test_runserver_is_daphnes():
         env={"PATH": "/usr/bin:/bin", "DJANGO_SECRET_KEY": "startup-test", "HOME": str(ROOT)},
     )  # fmt: skip
     assert done.stdout.strip() == "daphne", done.stderr
+
+
+def test_an_app_naming_methods_after_the_table_is_built_is_refused():
+    """Named after the doors built their table, its methods would be silently missing."""
+    from a2a.protocol import extensions, methods
+
+    assert methods.EXTENDED  # built in this process (the doors' tests import it)
+    with pytest.raises(RuntimeError, match="built already"):
+        extensions.provide("tests.test_startup.no_such_add")
+    assert "tests.test_startup.no_such_add" not in extensions._PROVIDERS

@@ -6,8 +6,9 @@ process runs, while only the doors' processes serve A2A methods. Importing
 `a2a.protocol.methods` there (and Django REST framework's serializers with it) cost each
 worker, scheduler and ACP door process 0.2 s of start-up for tables it never reads. So
 the table is extended when it is built: `a2a.protocol.methods` calls every `add` named
-here at its import, and one named after that import is called at once. This module
-imports nothing, so registering costs nothing."""
+here at its import. Naming one after that import is refused (an app's ready() runs
+before any door reads the table; an `add` named later would be silently missing from
+it). This module imports nothing heavy, so registering costs nothing."""
 
 from __future__ import annotations
 
@@ -20,13 +21,13 @@ _PROVIDERS: list[str] = []
 
 def provide(path: str) -> None:
     """Have `add(methods, send_hooks)` at `path` extend the A2A method table (once, however
-    often ready() runs)."""
+    often ready() runs). RuntimeError if the table is already built."""
     if path in _PROVIDERS:
         return
-    _PROVIDERS.append(path)
     built = sys.modules.get("a2a.protocol.methods")
     if built is not None and getattr(built, "EXTENDED", False):
-        import_string(path)(built.METHODS, built.SEND_HOOKS)
+        raise RuntimeError(f"the A2A method table is built already; name {path} from ready()")
+    _PROVIDERS.append(path)
 
 
 def extend(methods: dict, send_hooks: list) -> None:

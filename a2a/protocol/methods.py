@@ -17,7 +17,7 @@ from . import agent_card, extensions, wire, wire10
 from . import params as p
 from . import stream as streaming
 from .errors import EXTENDED_CARD_NOT_CONFIGURED, ProtocolError
-from .table import SEND_HOOKS, Call, Method, SendHook  # noqa: F401 (the table's types, here too)
+from .table import SEND_HOOKS, Call, Method
 
 
 def _task_dict(task_id: str, call: Call, history_length: int | None = None) -> dict:

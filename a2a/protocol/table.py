@@ -40,10 +40,10 @@ class Call:
 
 # Apps that act on a message's `configuration` add a hook here through
 # a2a/protocol/extensions.py (a2a.push: inline webhook configs); the core never imports
-# them. A hook
-# sees the configuration before anything is written and raises ValidationFailed to refuse
-# the whole request; it returns what to do with the task id once the message is
-# delivered (in the same transaction), or None when the configuration is not its business.
+# them. A hook sees the configuration before anything is written and raises
+# ValidationFailed to refuse the whole request; it returns what to do with the task id
+# once the message is delivered (in the same transaction), or None when the
+# configuration is not its business.
 SendHook = Callable[[dict[str, Any], "Call"], Callable[[str], Any] | None]
 SEND_HOOKS: list[SendHook] = []
 
