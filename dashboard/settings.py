@@ -105,10 +105,45 @@ TEMPLATES = [
 ]
 
 # --- Database -------------------------------------------------------------------------
+
+
+def embedded_sqlite(name: str | Path) -> dict:
+    """The SQLite database `make run` uses, at `name`: every SQLite Taskdeck opens gets it.
+
+    IMMEDIATE: concurrent writers queue on the lock instead of failing at once; the backend
+    queues them on a flock beside the file (its docstring says why). WAL lets readers go on
+    while a writer commits; synchronous=NORMAL is WAL's durable-on-checkpoint setting. A
+    `DATABASE_URL=sqlite:///…` gets the same, not Django's plain backend: without them one
+    file served by several processes fails writes with "database is locked"
+    (docs/production.md, "SQLite (the embedded default)")."""
+    return {
+        "ENGINE": "dashboard.sqlite_backend",
+        "NAME": name,
+        "OPTIONS": {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
+        },
+        "CONN_MAX_AGE": None,
+    }
+
+
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+        if DATABASES["default"]["NAME"] == ":memory:":
+            raise ImproperlyConfigured(
+                "DATABASE_URL names an in-memory SQLite database: each process would have "
+                "its own, empty one. Name a file (sqlite:////path/to/taskdeck.sqlite3) or "
+                "leave DATABASE_URL unset for var/taskdeck.sqlite3."
+            )
+        named = Path(DATABASES["default"]["NAME"])
+        DATABASES["default"] = {
+            **embedded_sqlite(named),
+            "TEST": {"NAME": named.with_name(f"test-{named.name}")},
+        }
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         # channels' live server otherwise connects to a doubled test_test_… name
         DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}"}
@@ -125,16 +160,7 @@ else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
         "default": {
-            "ENGINE": "dashboard.sqlite_backend",
-            "NAME": VAR_DIR / "taskdeck.sqlite3",
-            # IMMEDIATE: concurrent writers queue on the lock instead of failing at once;
-            # the backend queues them on a flock beside the file (its docstring says why)
-            "OPTIONS": {
-                "transaction_mode": "IMMEDIATE",
-                "timeout": 20,
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
-            },
-            "CONN_MAX_AGE": None,
+            **embedded_sqlite(VAR_DIR / "taskdeck.sqlite3"),
             "TEST": {"NAME": VAR_DIR / "test-taskdeck.sqlite3"},
         }
     }

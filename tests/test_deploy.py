@@ -409,3 +409,33 @@ def test_serve_tells_its_children_where_the_web_processes_listen():
     assert child_environment("::1", 0, given, web_port=8000)["TASKDECK_WEB_URL"] == (
         "https://td.example"
     )
+
+
+SQLITE_PROBE = """
+from django.db import connection
+print(connection.settings_dict["ENGINE"])
+with connection.cursor() as cursor:
+    print(cursor.execute("PRAGMA journal_mode").fetchone()[0])
+    print(cursor.execute("PRAGMA synchronous").fetchone()[0])
+"""
+
+
+def test_a_sqlite_database_url_gets_the_embedded_databases_settings(tmp_path):
+    """DATABASE_URL=sqlite:///… is the embedded database at another path: WAL, the
+    writer queue beside the file, synchronous=NORMAL (1), not Django's plain backend."""
+    env = _env(tmp_path, TASKDECK_PRODUCTION="0", DATABASE_URL=f"sqlite:///{tmp_path}/td.db")
+    env.pop("REDIS_URL")
+    done = subprocess.run(
+        [sys.executable, "-c", f"import django; django.setup()\n{SQLITE_PROBE}"], cwd=ROOT,
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.split() == ["dashboard.sqlite_backend", "wal", "1"]
+    assert (tmp_path / "td.db").exists()
+
+
+def test_an_in_memory_sqlite_database_url_is_refused_at_start_up(tmp_path):
+    env = _env(tmp_path, TASKDECK_PRODUCTION="0", DATABASE_URL="sqlite://:memory:")
+    done = _manage(env, "check")
+    assert done.returncode != 0
+    assert "in-memory SQLite database" in done.stderr
