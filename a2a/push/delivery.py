@@ -27,10 +27,12 @@ Every request carries `X-Taskdeck-Event-Id` so the receiver can drop repeats.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import os
 import socket
+import ssl
 import time
 import uuid
 from dataclasses import dataclass
@@ -429,6 +431,16 @@ def attempt(config: PushConfig, delivery: PushDelivery, token: str | None = None
     )
 
 
+@functools.cache
+def tls() -> ssl.SSLContext:
+    """The TLS settings of every webhook call of this process: certificates checked against
+    the CA bundle httpx ships (certifi), as a client made without them would. Made once:
+    httpx builds a context for every client, parsing the whole bundle (20-28 ms of CPU,
+    more than the rest of a delivery, plain-HTTP ones included); one context serves any
+    number of connections, threads and event loops."""
+    return httpx.create_ssl_context(trust_env=False)
+
+
 def post(url: str, headers: dict[str, str], body: dict[str, Any]) -> int:
     """POST `body` to `url` through the address the checked resolution gave; returns the
     HTTP status. The response body is never read.
@@ -451,7 +463,10 @@ def post(url: str, headers: dict[str, str], body: dict[str, Any]) -> int:
     async def send() -> int:
         async with (
             httpx.AsyncClient(
-                timeout=httpx.Timeout(seconds), follow_redirects=False, trust_env=False
+                timeout=httpx.Timeout(seconds),
+                follow_redirects=False,
+                trust_env=False,
+                verify=tls(),
             ) as client,
             client.stream(
                 "POST", target, content=content, headers=headers, extensions=extensions

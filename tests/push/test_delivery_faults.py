@@ -9,9 +9,12 @@ made by hand, deterministically.
 from __future__ import annotations
 
 import socket
+import ssl
+import subprocess
 import threading
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 
 import httpx
 import pytest
@@ -80,6 +83,49 @@ def test_a_webhook_dripping_its_answer_is_cut_off(quick, dripping_webhook):
     webhook cannot hold a worker, or the config's lease, for as long as it likes."""
     with pytest.raises(httpx.TimeoutException):
         delivery.post(dripping_webhook, {"Content-Type": "application/json"}, {"x": 1})
+
+
+@pytest.fixture
+def self_signed_webhook(tmp_path: Path) -> Iterator[tuple[str, list[bytes]]]:
+    """An HTTPS server whose certificate no authority signed; what reached it is listed."""
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert, key)
+    server = socket.create_server(("127.0.0.1", 0))
+    received: list[bytes] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            try:
+                with tls.wrap_socket(conn, server_side=True) as wrapped:
+                    received.append(wrapped.recv(65536))
+            except (OSError, ssl.SSLError):  # the client refused the certificate
+                pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield f"https://127.0.0.1:{server.getsockname()[1]}/hook", received
+    server.close()
+
+
+def test_a_webhook_whose_certificate_nobody_signed_gets_nothing(quick, self_signed_webhook):
+    """Every webhook call of a process shares one TLS context (delivery.tls): it still
+    checks the certificate, twice in a row, and sends no byte of the event to a server
+    that fails the check."""
+    url, received = self_signed_webhook
+    for _ in range(2):
+        with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+            delivery.post(url, {}, {"secret": "event"})
+    assert received == []
 
 
 def test_a_job_that_outlived_its_lease_cannot_undo_its_successor(
