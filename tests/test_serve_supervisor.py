@@ -32,7 +32,7 @@ import httpx
 import pytest
 
 from dashboard.supervisor import Child, Policy, StartupFailed, Supervisor
-from tests.conftest import unconfigured_environ
+from tests.conftest import LOCAL_TLS, unconfigured_environ
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -110,7 +110,7 @@ class Serve:
         """/healthz from the web, or None when it does not answer (a new connection each
         time, so the kernel may hand it to either web process)."""
         with contextlib.suppress(httpx.HTTPError):
-            answer = httpx.get(f"http://127.0.0.1:{self.port}/healthz", timeout=2)
+            answer = httpx.get(f"http://127.0.0.1:{self.port}/healthz", verify=LOCAL_TLS, timeout=2)
             if answer.status_code == 200:
                 return answer.json()
         return None

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
 
 from a2a import services
-from tests.conftest import CLIENT
+from tests.conftest import CLIENT, local_http
 
 pytestmark = pytest.mark.django_db(transaction=True)
 V10 = {"A2A-Version": "1.0"}
@@ -159,7 +158,7 @@ def test_0_3_resubscribe_errors_come_inside_the_stream(rpc):
 
 @pytest.fixture
 def http(asgi_server):
-    with httpx.Client(base_url=asgi_server, timeout=30) as client:
+    with local_http(base_url=asgi_server, timeout=30) as client:
         yield client
 
 

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import httpx
 import pytest
+
+from tests.conftest import local_http
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
 def http(asgi_server):
-    with httpx.Client(base_url=asgi_server, timeout=30) as client:
+    with local_http(base_url=asgi_server, timeout=30) as client:
         yield client
 
 

@@ -6,14 +6,13 @@ and nothing is written."""
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
 from a2a import services, skills
 from a2a.errors import ContentTypeNotSupported
 from a2a.models import Task
 from a2a.protocol import agent_card
-from tests.conftest import CLIENT
+from tests.conftest import CLIENT, local_http
 
 from .test_rest_binding import error_of
 
@@ -25,7 +24,7 @@ ODD = "application/x-unsupported-tck-type"
 @pytest.fixture
 def rest(asgi_server, api_key):
     headers = {"Authorization": f"Bearer {api_key}", **V10}
-    with httpx.Client(base_url=f"{asgi_server}/a2a/rest", headers=headers, timeout=30) as c:
+    with local_http(base_url=f"{asgi_server}/a2a/rest", headers=headers, timeout=30) as c:
         yield c
 
 

@@ -22,7 +22,7 @@ from a2a.errors import ValidationFailed
 from a2a.models import Context, Task
 from a2a.services.contexts import NOT_YOURS
 from agui.models import Interrupt
-from tests.conftest import APPROVAL_REQUEST, user_message
+from tests.conftest import APPROVAL_REQUEST, local_http, user_message
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ALPHA = services.Actor("apikey", "alpha", tenant="key:alpha", restricted=True)
@@ -115,7 +115,7 @@ def test_another_tenants_context_is_refused_the_same_whoever_owns_it(
     send = BINDINGS[binding]
     mine = alphas()
     operators = services.create_task(user_message("ops' plan"), actor=OPS, skill="approval")
-    with httpx.Client(base_url=asgi_server, timeout=30) as http:
+    with local_http(base_url=asgi_server, timeout=30) as http:
         with unchanged():
             refused, words, body = send(http, keys["beta"], mine.context_id, 1)
             assert refused, body
@@ -138,7 +138,7 @@ def test_another_tenants_context_is_refused_the_same_whoever_owns_it(
 
 
 def test_a_new_context_a_client_names_is_its_tenants_from_then_on(asgi_server, keys, unchanged):
-    with httpx.Client(base_url=asgi_server, timeout=30) as http:
+    with local_http(base_url=asgi_server, timeout=30) as http:
         refused, _, body = _jsonrpc_03(http, keys["beta"], "beta-chose-this-context", 1)
         assert not refused, body
         assert Context.objects.get(pk="beta-chose-this-context").tenant == "key:beta"
@@ -230,7 +230,7 @@ def test_an_agui_thread_is_neither_blocked_nor_shown_by_another_tenants_task(
     alpha's runs were refused (`interrupt_pending`), its resume `interrupt_uncovered`
     naming beta's task. Now beta's send is refused; and a task of beta's already in the
     context (older data) neither blocks alpha's runs nor shows in its snapshots."""
-    with httpx.Client(base_url=asgi_server, timeout=30) as http:
+    with local_http(base_url=asgi_server, timeout=30) as http:
         said = [{"id": "u1", "role": "user", "content": "Roll out 2.14"}]
         first = _agui_run(http, keys["alpha"], "run-1", messages=said)
         assert [e["type"] for e in first] == ["RUN_STARTED", "STATE_SNAPSHOT"], first

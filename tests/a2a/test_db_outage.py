@@ -28,7 +28,7 @@ from django.db import connection, connections
 from a2a import services
 from a2a.models import Task
 from agui.models import AguiRun
-from tests.conftest import AGENT, CLIENT, start_daphne, stop_daphne, user_message
+from tests.conftest import AGENT, CLIENT, local_http, start_daphne, stop_daphne, user_message
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 postgres = pytest.mark.postgres
@@ -55,7 +55,7 @@ def server(django_db_blocker) -> Iterator[str]:
 @pytest.fixture
 def http(server, api_key) -> Iterator[httpx.Client]:
     headers = {"Authorization": f"Bearer {api_key}"}
-    with httpx.Client(base_url=server, timeout=30, headers=headers) as client:
+    with local_http(base_url=server, timeout=30, headers=headers) as client:
         yield client
 
 

@@ -4,21 +4,20 @@ from __future__ import annotations
 
 from io import StringIO
 
-import httpx
 import pytest
 from django.core.management import CommandError, call_command
 
 from a2a import api_keys, services
 from a2a.conditions import parse_conditions
 from a2a.models import ExternalEvent
-from tests.conftest import AGENT
+from tests.conftest import AGENT, local_http
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
 def http(asgi_server):
-    with httpx.Client(base_url=asgi_server, timeout=30) as client:
+    with local_http(base_url=asgi_server, timeout=30) as client:
         yield client
 
 

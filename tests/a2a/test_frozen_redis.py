@@ -40,7 +40,7 @@ from a2a import notify, rate_limits, services
 from a2a.conditions import parse_conditions
 from a2a.models import ExternalEvent, Task, TaskEvent
 from dashboard.settings import redis_caches, redis_channel_layers
-from tests.conftest import AGENT, Rpc, start_daphne, stop_daphne
+from tests.conftest import AGENT, Rpc, local_http, start_daphne, stop_daphne
 from tests.redis_server import WAIT, RedisServer, log_to
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(90)]
@@ -188,7 +188,7 @@ def test_a_frozen_redis_costs_each_write_a_bounded_wait(
     task = make_task("working")
     with (
         contextlib.closing(on_our_redis.client()) as redis,
-        httpx.Client(base_url=url, timeout=30) as http,
+        local_http(base_url=url, timeout=30) as http,
         caplog.at_level(logging.WARNING),
     ):
         rpc = Rpc(http, api_key)

@@ -23,14 +23,14 @@ from django.db.models import F
 from a2a import health, services
 from a2a.models import ProjectionDue
 from agui import projection
-from tests.conftest import CLIENT, _application, start_daphne, stop_daphne
+from tests.conftest import CLIENT, _application, local_http, start_daphne, stop_daphne
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
 def http(asgi_server) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=asgi_server, timeout=30) as client:
+    with local_http(base_url=asgi_server, timeout=30) as client:
         yield client
 
 
@@ -122,7 +122,7 @@ def _without_its_database():
 def test_a_server_whose_database_does_not_answer_is_unavailable(django_db_blocker):
     proc = start_daphne(django_db_blocker, _without_its_database, what="the database-less Daphne")
     try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{proc.port.value}", timeout=30) as http:
+        with local_http(base_url=f"http://127.0.0.1:{proc.port.value}", timeout=30) as http:
             response = http.get("/healthz")
     finally:
         stop_daphne(proc)

@@ -15,7 +15,6 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
-import httpx
 import pytest
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
@@ -27,7 +26,7 @@ from a2a.models import Message, MessageReceipt, Task, TaskEvent
 from a2a.push.models import PushConfig
 from a2a.services import receipts
 from tests.a2a.test_races import run_together
-from tests.conftest import AGENT, APPROVAL_REQUEST, CLIENT, db_state
+from tests.conftest import AGENT, APPROVAL_REQUEST, CLIENT, db_state, local_async_http
 
 pytestmark = pytest.mark.django_db(transaction=True)
 V10 = {"A2A-Version": "1.0"}
@@ -314,7 +313,7 @@ def test_concurrent_http_sends_of_one_message_make_one_task(rpc):
 
     async def fire() -> list[dict]:
         headers = {"Authorization": f"Bearer {rpc.token}"}
-        async with httpx.AsyncClient(base_url=str(rpc.http.base_url), timeout=60) as client:
+        async with local_async_http(base_url=str(rpc.http.base_url), timeout=60) as client:
             answers = await asyncio.gather(
                 *(
                     client.post(

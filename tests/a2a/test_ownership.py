@@ -16,7 +16,7 @@ from websockets.sync.client import connect
 from a2a import api_keys, services
 from a2a.models import Task
 from agui.models import Interrupt
-from tests.conftest import APPROVAL_REQUEST, user_message
+from tests.conftest import APPROVAL_REQUEST, local_http, user_message
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ALPHA = services.Actor("apikey", "alpha", tenant="key:alpha", restricted=True)
@@ -184,7 +184,7 @@ def test_a2a_methods_answer_only_the_tasks_owner(
     task = alphas(state)
     if any(word in method.lower() for word in PUSH_READS) and "Create" not in method:
         services_config(task)
-    with httpx.Client(base_url=asgi_server, timeout=30) as http:
+    with local_http(base_url=asgi_server, timeout=30) as http:
         # another tenant's keys: not found, exactly as for a task that does not exist
         for role in ("other", "other-read"):
             with unchanged():
@@ -231,7 +231,7 @@ def test_tasks_list_shows_a_tenant_its_own_tasks_and_an_operator_all(asgi_server
         actor=services.Actor("apikey", "beta", tenant="key:beta", restricted=True),
         skill="approval",
     )
-    with httpx.Client(base_url=asgi_server, timeout=30) as http:
+    with local_http(base_url=asgi_server, timeout=30) as http:
 
         def ids(role: str, method="tasks/list", headers=None) -> set[str]:
             got = call(http, keys[role], method, {}, headers or {}, False)["result"]
@@ -245,7 +245,7 @@ def test_tasks_list_shows_a_tenant_its_own_tasks_and_an_operator_all(asgi_server
 
 def test_an_event_wakes_only_tasks_its_emitter_may_act_on(asgi_server, keys, unchanged):
     parked = alphas("paused-by-agent")
-    with httpx.Client(base_url=asgi_server, timeout=30) as http:
+    with local_http(base_url=asgi_server, timeout=30) as http:
 
         def emit(role: str) -> dict:
             response = http.post(
@@ -264,7 +264,7 @@ def test_an_event_wakes_only_tasks_its_emitter_may_act_on(asgi_server, keys, unc
 def test_an_agui_run_of_another_tenant_cannot_reach_a_thread(asgi_server, keys, unchanged):
     """The same threadId in two tenants is two threads: the other tenant cannot answer
     (or even see) the owner's interrupt."""
-    with httpx.Client(base_url=asgi_server, timeout=30) as http:
+    with local_http(base_url=asgi_server, timeout=30) as http:
 
         def run(role: str, **body) -> list[dict]:
             payload = {
@@ -358,7 +358,7 @@ def test_a_write_only_key_gets_receipts_not_contents(asgi_server, transactional_
     _, writer = api_keys.create_key("alpha-writer", ["write"], owner="alpha")
     task = alphas("working")
     services.emit_text(task.id, "the secret plan", actor=AGENT)
-    with httpx.Client(base_url=asgi_server, timeout=30) as http:
+    with local_http(base_url=asgi_server, timeout=30) as http:
         for method, headers in (("tasks/cancel", {}),):
             got = call(http, writer, method, {"id": task.id}, headers, False)["result"]
             assert got["status"]["state"] == "canceled" and got["history"] == []

@@ -8,7 +8,6 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 
-import httpx
 import pytest
 from django.db import connection
 
@@ -16,7 +15,7 @@ from a2a import services
 from a2a.errors import StaleHandle
 from a2a.lifecycle import TransitionRefused
 from a2a.models import Suspension, TaskEvent
-from tests.conftest import CLIENT
+from tests.conftest import CLIENT, local_async_http
 
 pytestmark = pytest.mark.django_db(transaction=True)
 N = 50
@@ -97,7 +96,7 @@ def test_fifty_concurrent_http_resumes_one_wins(rpc, make_task):
 
     async def fire() -> list[dict]:
         headers = {"Authorization": f"Bearer {rpc.token}"}
-        async with httpx.AsyncClient(base_url=str(rpc.http.base_url), timeout=60) as client:
+        async with local_async_http(base_url=str(rpc.http.base_url), timeout=60) as client:
             answers = await asyncio.gather(
                 *(client.post("/a2a/", json={**body, "id": i}, headers=headers) for i in range(N))
             )

@@ -8,13 +8,12 @@ from __future__ import annotations
 import time
 import types
 
-import httpx
 import pytest
 from django.core.cache import cache
 
 from a2a import api_keys, rate_limits, services
 from a2a.models import Task
-from tests.conftest import Rpc, start_daphne, stop_daphne, user_message
+from tests.conftest import Rpc, local_http, start_daphne, stop_daphne, user_message
 
 pytestmark = pytest.mark.django_db(transaction=True)
 KEY = services.Actor("apikey", "busy", tenant="key:busy", restricted=True)
@@ -37,7 +36,7 @@ def limits(settings, monkeypatch):
 def limited(limits, django_db_blocker, api_key):
     """A server of its own, forked with these limits (the session's runs without)."""
     proc = start_daphne(django_db_blocker)
-    with httpx.Client(base_url=f"http://127.0.0.1:{proc.port.value}", timeout=30) as http:
+    with local_http(base_url=f"http://127.0.0.1:{proc.port.value}", timeout=30) as http:
         yield Rpc(http, api_key)
     stop_daphne(proc)
 

@@ -11,7 +11,7 @@ import pytest
 
 from a2a import api_keys, services
 from a2a.models import Task
-from tests.conftest import CLIENT
+from tests.conftest import CLIENT, local_http
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def rest(asgi_server, api_key):
     headers = {"Authorization": f"Bearer {api_key}", "A2A-Version": "1.0"}
-    with httpx.Client(base_url=f"{asgi_server}/a2a/rest", headers=headers, timeout=30) as c:
+    with local_http(base_url=f"{asgi_server}/a2a/rest", headers=headers, timeout=30) as c:
         yield c
 
 

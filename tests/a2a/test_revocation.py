@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
 from django.test import Client
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from a2a import api_keys, services
-from tests.conftest import user_message
+from tests.conftest import local_http, user_message
 
 pytestmark = pytest.mark.django_db(transaction=True)
 BOUND = 10  # seconds a client waits at most; the server's bound is 0.5 s (+ a poll)
@@ -36,7 +35,7 @@ def revoked_midway(server: str, key: str, path: str, body: dict, opened) -> list
     returns when the server ends the stream (the client's timeout is the bound)."""
     frames: list[dict] = []
     with (
-        httpx.Client(base_url=server, timeout=BOUND) as http,
+        local_http(base_url=server, timeout=BOUND) as http,
         http.stream("POST", path, json=body, headers={"Authorization": f"Bearer {key}"}) as r,
     ):
         for line in r.iter_lines():
@@ -88,7 +87,7 @@ def test_signing_out_ends_the_sessions_agui_run(asgi_server, operator):
     }  # fmt: skip
     events: list[dict] = []
     with (
-        httpx.Client(base_url=asgi_server, timeout=BOUND, cookies=cookies) as http,
+        local_http(base_url=asgi_server, timeout=BOUND, cookies=cookies) as http,
         http.stream("POST", "/agui/run", json=run, headers={"X-CSRFToken": csrf}) as r,
     ):
         assert r.status_code == 200

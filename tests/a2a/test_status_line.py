@@ -4,12 +4,12 @@ JSON-RPC transport, `requests`' raise_for_status) show why (issue 32)."""
 
 from __future__ import annotations
 
-import httpx
 import pytest
 from django.http import HttpResponse
 
 from a2a.protocol import status_line
 from dashboard import reason_phrase
+from tests.conftest import local_http
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -18,7 +18,7 @@ SEND = {"jsonrpc": "2.0", "id": 1, "method": "tasks/list", "params": {}}
 
 @pytest.fixture
 def http(asgi_server):
-    with httpx.Client(base_url=asgi_server, timeout=30) as client:
+    with local_http(base_url=asgi_server, timeout=30) as client:
         yield client
 
 

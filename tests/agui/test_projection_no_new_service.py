@@ -8,14 +8,13 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from agui import projection, selectors
 from agui.models import AguiEvent
 from tests.agui.test_projection_after_commit import caught_up
 from tests.agui.test_websocket import Client, version_of
-from tests.conftest import Rpc, start_daphne, stop_daphne
+from tests.conftest import Rpc, local_http, start_daphne, stop_daphne
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -64,7 +63,7 @@ def test_a_pause_reaches_a_socket_as_one_state_delta_projected_by_the_servers_th
     client = Client(url.replace("http://", "ws://") + "/ws/agui/", api_key)
     try:
         assert client.recv()["type"] == "STATE_SNAPSHOT"
-        with httpx.Client(base_url=url, timeout=30) as http:
+        with local_http(base_url=url, timeout=30) as http:
             Rpc(http, api_key).result("tasks/pause", {"taskId": task.id, "reason": "look"})
         client.until_version(task.id, version + 1)
         entry = client.state["view"]["tasks"][task.id]

@@ -36,7 +36,7 @@ from a2a.protocol.stream import STATUS_KINDS
 from agui.projector import VIEW_GROUP
 from dashboard.settings import redis_channel_layers
 from tests.agui.test_websocket import Client, version_of
-from tests.conftest import Rpc, start_daphne, stop_daphne
+from tests.conftest import Rpc, local_http, start_daphne, stop_daphne
 from tests.redis_server import WAIT, log_to
 from tests.runtime.test_streaming import sse
 
@@ -117,7 +117,7 @@ class Subscription(threading.Thread):
         auth = {"Authorization": f"Bearer {self.token}"}
         try:
             with (
-                httpx.Client(base_url=self.base_url, timeout=httpx.Timeout(WAIT, read=60)) as h,
+                local_http(base_url=self.base_url, timeout=httpx.Timeout(WAIT, read=60)) as h,
                 h.stream("POST", "/a2a/", json=self.body, headers=auth) as response,
             ):
                 assert response.status_code == 200, response.status_code
@@ -156,7 +156,7 @@ def _since(started: float, fn, *args) -> float:
 def test_a_redis_restart_loses_nothing_and_events_resume(our_redis, servers, api_key, make_task):
     a, b = servers
     task = make_task("working")
-    rpc_a = Rpc(httpx.Client(base_url=a.url, timeout=30), api_key)
+    rpc_a = Rpc(local_http(base_url=a.url, timeout=30), api_key)
     client = Client(b.ws, api_key)
     sub_before = Subscription(b.url, api_key, task.id)  # spans the outage
     sockets = [client]

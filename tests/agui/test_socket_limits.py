@@ -31,7 +31,7 @@ from agui import backpressure
 from agui.consumers import RATE_LIMITED
 from dashboard import websocket_limits
 from dashboard.websocket_limits import NOT_READING
-from tests.conftest import start_daphne, stop_daphne
+from tests.conftest import LOCAL_TLS, start_daphne, stop_daphne
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ORIGIN = {"Origin": "http://127.0.0.1"}
@@ -54,7 +54,7 @@ def server(django_db_blocker) -> Iterator[Callable[..., str]]:
 
 
 def health(base: str, section: str = "sockets") -> dict:
-    return httpx.get(base + "/healthz", timeout=30).json()[section]
+    return httpx.get(base + "/healthz", verify=LOCAL_TLS, timeout=30).json()[section]
 
 
 def until(read: Callable[[], dict], wanted: dict, seconds: float = 60) -> dict:

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.test import Client, override_settings
 
 from dashboard.models import AuditEntry
+from tests.conftest import local_http
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -33,7 +34,7 @@ def sign_in(username: str, password: str, ip: str) -> int:
 def test_over_a_real_server_a_made_up_name_does_not_lock_out_the_operator(asgi_server, operator):
     """Daphne on 127.0.0.1: five failures for another name (each naming a fresh address in
     X-Forwarded-For, which no trusted proxy vouches for) lock that name only."""
-    with httpx.Client(base_url=asgi_server, timeout=30) as http:
+    with local_http(base_url=asgi_server, timeout=30) as http:
 
         def post(username: str, password: str, forwarded: str = "") -> httpx.Response:
             http.cookies.clear()

@@ -19,7 +19,7 @@ from django.apps import apps
 from a2a import api_keys, services
 from a2a.lifecycle import State
 from a2a.models import Suspension, Task
-from tests.conftest import CLIENT, _to, start_daphne, stop_daphne, user_message
+from tests.conftest import CLIENT, _to, local_http, start_daphne, stop_daphne, user_message
 from tests.fuzz import support
 
 STATES = [s.value for s in State]
@@ -87,7 +87,7 @@ def _fresh_failures():
 
 @pytest.fixture
 def http(fuzz_server) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=fuzz_server.url, timeout=30) as client:
+    with local_http(base_url=fuzz_server.url, timeout=30) as client:
         yield client
 
 

@@ -33,7 +33,7 @@ from a2a.models import Task
 from a2a.runtime import doorbell, executor, settle
 from a2a.runtime.models import RunLease, WorkerBeat
 from agui import fanout
-from tests.conftest import CLIENT, start_daphne, stop_daphne, user_message
+from tests.conftest import CLIENT, LOCAL_TLS, start_daphne, stop_daphne, user_message
 from tests.runtime.conftest import Processes, settle_tasks, wait_for, wait_idle, wait_state
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -143,7 +143,9 @@ def test_a_blocking_send_hears_the_workers_answer_at_once(slow_polling, deaf_ser
     body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params}
     headers = {"Authorization": f"Bearer {token}", "A2A-Version": "1.0"}
     # the web server rings an idle worker; the worker's completion wakes the waiting send
-    answer = httpx.post(f"{deaf_server}/a2a/", json=body, headers=headers, timeout=PROMPT)
+    answer = httpx.post(
+        f"{deaf_server}/a2a/", verify=LOCAL_TLS, json=body, headers=headers, timeout=PROMPT
+    )
     task = answer.json()["result"]["task"]
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
     wait_idle(task["id"])
@@ -166,7 +168,9 @@ def test_a_blocking_send_to_a_conversation_returns_when_the_worker_lets_go(
     }
     body = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": params}
     headers = {"Authorization": f"Bearer {token}"}
-    answer = httpx.post(f"{deaf_server}/a2a/", json=body, headers=headers, timeout=PROMPT)
+    answer = httpx.post(
+        f"{deaf_server}/a2a/", verify=LOCAL_TLS, json=body, headers=headers, timeout=PROMPT
+    )
     task = answer.json()["result"]
     assert task["status"]["state"] == "working"
     assert RunLease.objects.filter(task_id=task["id"], owner="").exists()  # it let go
