@@ -120,30 +120,48 @@ test: $(STAMP)
 	@test -x /usr/bin/chromium || { apt-get update -qq && apt-get install -y -qq chromium; }
 	$(VENV)/bin/ruff check .
 	@$(MAKE) --no-print-directory interop-venv acp-peers test-tools
-	@# The two databases' runs share nothing (own test databases, ports, Redis only on one)
-	@# and spend much of their time waiting on processes and sockets: run them side by side;
+	@# Three pytest processes side by side: each database's tests without a browser, and the
+	@# browser tests of both (SQLite's, then PostgreSQL's). They share nothing (own test
+	@# databases, ports, Redis databases) and each spends much of its time waiting on the
+	@# processes and sockets it starts, so together they keep both cores busy (docs/testing.md);
 	@# each one's output is printed whole when it ends (--output-sync).
 	@if $(PY) -c "import psycopg,sys; psycopg.connect('$(PG_URL)'.rsplit('/',1)[0]+'/postgres', connect_timeout=3).close()" 2>/dev/null; then \
-	  $(MAKE) --no-print-directory -j2 --output-sync=target test-sqlite test-postgres; \
+	  $(MAKE) --no-print-directory -j3 --output-sync=target test-sqlite-unit test-postgres-unit test-browsers; \
 	elif [ "$$TASKDECK_REQUIRE_POSTGRES" = "1" ]; then \
 	  echo "PostgreSQL is not reachable at $(PG_URL) and TASKDECK_REQUIRE_POSTGRES=1"; exit 1; \
 	else $(MAKE) --no-print-directory test-sqlite; \
 	  echo "PostgreSQL not reachable: skipped the PostgreSQL run"; fi
 
+.PHONY: test-sqlite-unit test-sqlite-browser test-postgres-unit test-postgres-browser test-browsers
+PG_TEST_ENV = DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS) TASKDECK_EXPECT_POSTGRES=1
+# the PostgreSQL browser run's Redis database: its own, as it may run beside the other run
+PG_BROWSER_ENV = DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_BROWSER) TASKDECK_EXPECT_POSTGRES=1
+REDIS_BROWSER ?= redis://127.0.0.1:6379/1
+
 # Browser tests run in their own pytest process: sync Playwright keeps an event loop in
 # the main thread, which the async and ORM tests must not share
 # (docs/design/platform-facts.md, D77).
-test-sqlite: $(STAMP) interop-venv acp-peers test-tools
+test-sqlite: test-sqlite-unit test-sqlite-browser
+test-postgres: test-postgres-unit test-postgres-browser
+
+test-sqlite-unit: $(STAMP) interop-venv acp-peers test-tools
 	$(VENV)/bin/pytest -p no:cacheprovider tests --ignore=tests/browser
+
+test-sqlite-browser: $(STAMP) interop-venv acp-peers test-tools
 	$(VENV)/bin/pytest -p no:cacheprovider tests/browser
 
-test-postgres: $(STAMP) interop-venv acp-peers test-tools
-	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS) TASKDECK_EXPECT_POSTGRES=1 \
-	  $(VENV)/bin/pytest -p no:cacheprovider tests --ignore=tests/browser
-	@# the browser tests marked `pages` (layout, accessibility, page tools) do not depend
-	@# on the database: the SQLite lane runs them; this lane keeps the live-update ones
-	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS) TASKDECK_EXPECT_POSTGRES=1 \
-	  $(VENV)/bin/pytest -p no:cacheprovider tests/browser -m "not pages"
+test-postgres-unit: $(STAMP) interop-venv acp-peers test-tools
+	$(PG_TEST_ENV) $(VENV)/bin/pytest -p no:cacheprovider tests --ignore=tests/browser
+
+# the browser tests marked `pages` (layout, accessibility, page tools) do not depend on the
+# database: the SQLite run has them; the PostgreSQL run keeps the live-update ones
+test-postgres-browser: $(STAMP) interop-venv acp-peers test-tools
+	$(PG_BROWSER_ENV) $(VENV)/bin/pytest -p no:cacheprovider tests/browser -m "not pages"
+
+# the two browser runs one after the other: Chromium is the heaviest thing the suite starts
+test-browsers:
+	@$(MAKE) --no-print-directory test-sqlite-browser
+	@$(MAKE) --no-print-directory test-postgres-browser
 
 ## The load benchmark, bench/load.py (about 10 minutes; needs PostgreSQL and Redis): wrk
 ## against Taskdeck (SQLite; PostgreSQL + Redis) and the a2a-sdk (in memory; PostgreSQL).
