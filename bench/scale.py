@@ -631,6 +631,10 @@ def main() -> int:
         f"{' '.join(Path('/proc/loadavg').read_text().split()[:3])}",
         flush=True,
     )
+    if args.scale_out:
+        with connection.cursor() as cur:
+            cur.execute("SHOW autovacuum")
+            print(f"PostgreSQL's autovacuum: {cur.fetchone()[0]}", flush=True)
     bench = Bench(args)
     # the template tenant's key emits the wake events: its tasks are the parked ones
     from a2a import api_keys, services
@@ -704,6 +708,17 @@ def main() -> int:
 
             while counts.compact():
                 pass
+            if args.scale_out:
+                # What the runs so far left dead (prepare's tasks, earlier --reuse runs'
+                # calls: row versions, index entries, due rows and count changes deleted)
+                # is vacuumed, as autovacuum does a running database's within a minute or
+                # so: this machine's PostgreSQL runs with autovacuum off, where a reused
+                # database measured 1.2-1.5x slower for it (docs/production.md, "Scale").
+                # Both sizes are measured so, each call's own leavings left in place.
+                start = time.monotonic()
+                with connection.cursor() as cur:
+                    cur.execute("VACUUM (ANALYZE)")
+                print(f"VACUUM (ANALYZE) before measuring: {time.monotonic() - start:.0f} s")
             calls = operations(bench, prepared)
             print(
                 f"size {target:,} tasks (load average "
