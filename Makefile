@@ -120,23 +120,27 @@ test: $(STAMP)
 	@test -x /usr/bin/chromium || { apt-get update -qq && apt-get install -y -qq chromium; }
 	$(VENV)/bin/ruff check .
 	@$(MAKE) --no-print-directory interop-venv acp-peers test-tools
-	@# Three pytest processes side by side: each database's tests without a browser, and the
-	@# browser tests of both (SQLite's, then PostgreSQL's). They share nothing (own test
-	@# databases, ports, Redis databases) and each spends much of its time waiting on the
-	@# processes and sockets it starts, so together they keep both cores busy (docs/testing.md);
-	@# each one's output is printed whole when it ends (--output-sync).
+	@# Five pytest processes side by side: each database's tests without a browser in two
+	@# halves (the runtime's and the ACP door's tests, which wait on the processes they start,
+	@# and the rest), and the browser tests of both databases in turn. They share nothing
+	@# (own test databases, ports, Redis databases); run alone, each keeps half a core busy
+	@# (docs/testing.md). Each one's output is printed whole when it ends (--output-sync).
 	@if $(PY) -c "import psycopg,sys; psycopg.connect('$(PG_URL)'.rsplit('/',1)[0]+'/postgres', connect_timeout=3).close()" 2>/dev/null; then \
-	  $(MAKE) --no-print-directory -j3 --output-sync=target test-sqlite-unit test-postgres-unit test-browsers; \
+	  $(MAKE) --no-print-directory -j5 --output-sync=target test-sqlite-processes \
+	    test-sqlite-rest test-postgres-processes test-postgres-rest test-browsers; \
 	elif [ "$$TASKDECK_REQUIRE_POSTGRES" = "1" ]; then \
 	  echo "PostgreSQL is not reachable at $(PG_URL) and TASKDECK_REQUIRE_POSTGRES=1"; exit 1; \
 	else $(MAKE) --no-print-directory test-sqlite; \
 	  echo "PostgreSQL not reachable: skipped the PostgreSQL run"; fi
 
 .PHONY: test-sqlite-unit test-sqlite-browser test-postgres-unit test-postgres-browser test-browsers
-PG_TEST_ENV = DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS) TASKDECK_EXPECT_POSTGRES=1
-# the PostgreSQL browser run's Redis database: its own, as it may run beside the other run
-PG_BROWSER_ENV = DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_BROWSER) TASKDECK_EXPECT_POSTGRES=1
-REDIS_BROWSER ?= redis://127.0.0.1:6379/1
+.PHONY: test-sqlite-processes test-sqlite-rest test-postgres-processes test-postgres-rest
+PG_TEST_ENV = DATABASE_URL=$(PG_URL) TASKDECK_EXPECT_POSTGRES=1
+# each PostgreSQL run has a Redis database of its own: they may run side by side
+REDIS_DB = redis://127.0.0.1:6379
+# the tests that start and wait on Taskdeck's processes and ACP peers (one half of a run)
+PROCESS_TESTS = tests/runtime tests/acp_door
+NOT_PROCESS_TESTS = $(foreach d,$(PROCESS_TESTS),--ignore=$(d))
 
 # Browser tests run in their own pytest process: sync Playwright keeps an event loop in
 # the main thread, which the async and ORM tests must not share
@@ -147,16 +151,30 @@ test-postgres: test-postgres-unit test-postgres-browser
 test-sqlite-unit: $(STAMP) interop-venv acp-peers test-tools
 	$(VENV)/bin/pytest -p no:cacheprovider tests --ignore=tests/browser
 
+test-sqlite-processes: $(STAMP) interop-venv acp-peers test-tools
+	$(VENV)/bin/pytest -p no:cacheprovider $(PROCESS_TESTS)
+
+test-sqlite-rest: $(STAMP) interop-venv acp-peers test-tools
+	$(VENV)/bin/pytest -p no:cacheprovider tests --ignore=tests/browser $(NOT_PROCESS_TESTS)
+
 test-sqlite-browser: $(STAMP) interop-venv acp-peers test-tools
 	$(VENV)/bin/pytest -p no:cacheprovider tests/browser
 
 test-postgres-unit: $(STAMP) interop-venv acp-peers test-tools
-	$(PG_TEST_ENV) $(VENV)/bin/pytest -p no:cacheprovider tests --ignore=tests/browser
+	$(PG_TEST_ENV) REDIS_URL=$(REDIS) $(VENV)/bin/pytest -p no:cacheprovider tests --ignore=tests/browser
+
+test-postgres-processes: $(STAMP) interop-venv acp-peers test-tools
+	$(PG_TEST_ENV) REDIS_URL=$(REDIS_DB)/2 $(VENV)/bin/pytest -p no:cacheprovider $(PROCESS_TESTS)
+
+test-postgres-rest: $(STAMP) interop-venv acp-peers test-tools
+	$(PG_TEST_ENV) REDIS_URL=$(REDIS_DB)/3 $(VENV)/bin/pytest -p no:cacheprovider tests \
+	  --ignore=tests/browser $(NOT_PROCESS_TESTS)
 
 # the browser tests marked `pages` (layout, accessibility, page tools) do not depend on the
 # database: the SQLite run has them; the PostgreSQL run keeps the live-update ones
 test-postgres-browser: $(STAMP) interop-venv acp-peers test-tools
-	$(PG_BROWSER_ENV) $(VENV)/bin/pytest -p no:cacheprovider tests/browser -m "not pages"
+	$(PG_TEST_ENV) REDIS_URL=$(REDIS_DB)/1 $(VENV)/bin/pytest -p no:cacheprovider tests/browser \
+	  -m "not pages"
 
 # the two browser runs one after the other: Chromium is the heaviest thing the suite starts
 test-browsers:
