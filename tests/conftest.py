@@ -7,6 +7,7 @@ import contextlib
 import logging
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -313,6 +314,44 @@ def stop_daphne(proc) -> None:
     if proc.is_alive():
         proc.terminate()
     proc.join(timeout=10)
+
+
+# How long the test database's drop waits for the backends of the processes the suite
+# stopped: PostgreSQL ends a backend shortly after its client's socket closes, not at once,
+# and DROP DATABASE refuses a database any backend still uses (at a load average of 10 the
+# drop came first once: pytest then only warned, and left the database behind).
+DROP_WAIT_SECONDS = 30.0
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker) -> Iterator[None]:
+    """pytest-django's test database, dropped only once no other session uses it."""
+    yield
+    with django_db_blocker.unblock():
+        if connection.vendor == "postgresql":
+            _wait_for_other_sessions()
+
+
+def _wait_for_other_sessions() -> None:
+    """Until this process's connection is the test database's only one. A session still
+    there after DROP_WAIT_SECONDS belongs to a process the suite failed to stop: it is
+    named in a warning, then ended so that the drop goes ahead."""
+    others = (
+        "SELECT pid, application_name, state, left(query, 120) FROM pg_stat_activity "
+        "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+    )
+    deadline = time.monotonic() + DROP_WAIT_SECONDS
+    with connection.cursor() as cursor:
+        while True:
+            cursor.execute(others)
+            left = cursor.fetchall()
+            if not left or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        for pid, *what in left:
+            warnings.warn(f"a session outlived the suite's processes: {what}", stacklevel=1)
+            cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+    connections.close_all()
 
 
 @pytest.fixture(scope="session")
