@@ -318,9 +318,12 @@ def stop_daphne(proc) -> None:
 
 # How long the test database's drop waits for the backends of the processes the suite
 # stopped: PostgreSQL ends a backend shortly after its client's socket closes, not at once,
-# and DROP DATABASE refuses a database any backend still uses (at a load average of 10 the
-# drop came first once: pytest then only warned, and left the database behind).
-DROP_WAIT_SECONDS = 30.0
+# and DROP DATABASE refuses a database any backend still uses (pytest then only warns, and
+# leaves the database behind). Not longer: in CI (2026-11-28) two idle sessions whose
+# last reads were the AG-UI fan-out's and the health page's projection lag were still
+# there after 30 s at the end of `make test-postgres-rest`: something the suite started
+# keeps them (not yet found); they are named in a warning and ended.
+DROP_WAIT_SECONDS = 5.0
 
 
 @pytest.fixture(scope="session")
