@@ -136,8 +136,9 @@ test: $(STAMP)
 .PHONY: test-sqlite-unit test-sqlite-browser test-postgres-unit test-postgres-browser test-browsers
 .PHONY: test-sqlite-processes test-sqlite-rest test-postgres-processes test-postgres-rest
 PG_TEST_ENV = DATABASE_URL=$(PG_URL) TASKDECK_EXPECT_POSTGRES=1
-# each PostgreSQL run has a Redis database of its own: they may run side by side
-REDIS_DB = redis://127.0.0.1:6379
+# each PostgreSQL run has a Redis database of its own on REDIS's server (they may run side
+# by side): REDIS without its database number
+REDIS_DB = $(patsubst %/,%,$(dir $(REDIS)))
 # the tests that start and wait on Taskdeck's processes and ACP peers (one half of a run)
 PROCESS_TESTS = tests/runtime tests/acp_door
 NOT_PROCESS_TESTS = $(foreach d,$(PROCESS_TESTS),--ignore=$(d))
