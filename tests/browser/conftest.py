@@ -26,6 +26,7 @@ from a2a import services
 from a2a.errors import TaskError
 from a2a.lifecycle import TERMINAL, TransitionRefused
 from a2a.models import Task
+from tests.conftest import start_daphne, stop_daphne
 from tests.dashboard.conftest import make_user, operator, viewer  # noqa: F401
 from tests.runtime import hosting
 from tests.runtime.conftest import (  # noqa: F401
@@ -95,11 +96,20 @@ def runtime(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Pr
         yield procs
 
 
+# The site runs bulk actions as a deployment does (TASKDECK_BULK_RUN's default): on a
+# thread of the web process after the confirmation's commit, the operation's page polling
+# its progress. The rest of the suite runs them in the request (tests/settings.py), which
+# here made the confirmation's navigation wait for all 500 cancels of the fleet test.
+SITE_ENVIRON = {"TASKDECK_BULK_RUN": "thread"}
+
+
 @pytest.fixture(scope="session")
-def site(asgi_server, runtime) -> str:
+def site(django_db_setup, django_db_blocker, runtime) -> Iterator[str]:
     """Daphne plus two workers and the scheduler, started before any browser (so no
     process is forked while Playwright's threads run)."""
-    return asgi_server
+    proc = start_daphne(django_db_blocker, environ=SITE_ENVIRON)
+    yield f"http://127.0.0.1:{proc.port.value}"
+    stop_daphne(proc)
 
 
 @pytest.fixture(scope="session")

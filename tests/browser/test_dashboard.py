@@ -181,7 +181,8 @@ def test_bulk_pause_of_a_filter(open_as, operator, start):
     page.get_by_role("button", name="Preview…").click()
     expect(page.locator("#bulk-preview-count")).to_contain_text("3 will be paused")
     page.locator("#bulk-confirm").click()
-    expect(page.locator("#bulk-summary")).to_have_text("3 paused, 0 refused, of 3.")
+    # the action runs after the redirect; the page polls until it is done
+    expect(page.locator("#bulk-summary")).to_have_text("3 paused, 0 refused, of 3.", timeout=30_000)
     states = set(Task.objects.filter(pk__in=[j.id for j in jobs]).values_list("state", flat=True))
     assert states == {"paused-by-client"}
     assert not Suspension.objects.filter(task=other, initiator="client").exists()
