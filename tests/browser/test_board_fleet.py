@@ -19,11 +19,11 @@ from django.db import connection
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from a2a.models import Task
+from a2a.models import ProjectionDue, Task
 from a2a.services import counts
 from agui.models import ViewTask
 from tests.browser.conftest import SIZES, board_tools, shot
-from tests.runtime.conftest import wait_state
+from tests.runtime.conftest import wait_for, wait_state
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -75,6 +75,13 @@ def parked_fleet() -> Iterator[list[str]]:
     )
     counts.recount()
     yield [t.id for t in tasks]
+    # The site's projector may still be writing the view rows of a bulk action's changes
+    # (it runs after each batch's commit): deleting under it deadlocks on those rows.
+    wait_for(
+        lambda: not ProjectionDue.objects.filter(task__context_id="fleet").exists(),
+        60,
+        "the projection of the fleet's changes",
+    )
     Task.objects.filter(context_id="fleet").delete()  # before the teardown's cancels
     counts.recount()
 
