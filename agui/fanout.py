@@ -58,7 +58,13 @@ from typing import Any
 
 from ag_ui.core import CustomEvent
 from asgiref.sync import sync_to_async
-from django.db import InterfaceError, OperationalError, close_old_connections, connection
+from django.db import (
+    InterfaceError,
+    OperationalError,
+    close_old_connections,
+    connection,
+    connections,
+)
 
 from a2a.notify import Listener
 from agui import projection, retention, selectors
@@ -105,6 +111,19 @@ def in_reader_thread(fn):
     if _reads is None or _reads[0] != os.getpid():
         _reads = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="agui-fanout"))
     return sync_to_async(kept_connection(fn), thread_sensitive=False, executor=_reads[1])
+
+
+def release_threads() -> None:
+    """End this process's reader and notices threads, their database connections closed
+    first (they keep them: `kept_connection`). For a process that stops serving sockets
+    and goes on: the test suite, whose in-process sockets used them, before it drops its
+    database (two sessions of these threads outlived every test and held the drop up)."""
+    global _reads, _notices
+    for held in (_reads, _notices):
+        if held is not None and held[0] == os.getpid():
+            held[1].submit(connections.close_all).result()
+            held[1].shutdown(wait=True)
+    _reads = _notices = None
 
 
 FRESH_SECONDS = projection.FRESH_SECONDS  # a connection used this recently: no ping

@@ -22,6 +22,7 @@ from django.db import connection, connections
 from a2a import api_keys, services
 from a2a.lifecycle import State
 from a2a.models import Artifact, Context, Message, MessageReceipt, Suspension, Task, TaskEvent
+from agui import fanout
 from tests import flush
 
 AGENT = services.Actor("agent", "test-agent")
@@ -319,10 +320,11 @@ def stop_daphne(proc) -> None:
 # How long the test database's drop waits for the backends of the processes the suite
 # stopped: PostgreSQL ends a backend shortly after its client's socket closes, not at once,
 # and DROP DATABASE refuses a database any backend still uses (pytest then only warns, and
-# leaves the database behind). Not longer: in CI (2026-11-28) two idle sessions whose
-# last reads were the AG-UI fan-out's and the health page's projection lag were still
-# there after 30 s at the end of `make test-postgres-rest`: something the suite started
-# keeps them (not yet found); they are named in a warning and ended.
+# leaves the database behind). A session still there after it belongs to a process the
+# suite failed to stop, and is named in a warning, then ended. (In CI, 2026-11-28, two were
+# this process's own: the AG-UI fan-out's reader and notices threads keep their
+# connections, and the in-process socket tests had used them; `fanout.release_threads`
+# closes them first now.)
 DROP_WAIT_SECONDS = 5.0
 
 
@@ -331,6 +333,7 @@ def django_db_setup(django_db_setup, django_db_blocker) -> Iterator[None]:
     """pytest-django's test database, dropped only once no other session uses it."""
     yield
     with django_db_blocker.unblock():
+        fanout.release_threads()  # in-process sockets' reads keep their connections
         if connection.vendor == "postgresql":
             _wait_for_other_sessions()
 
