@@ -23,7 +23,10 @@ Where passes run (TASKDECK_PROJECTION, conf.VIEW.projection):
 - `thread` (the default): an on-commit subscriber (`wake`) hands the task's id to this
   process's projector thread (`Projector`) — no database work on the writer's path. Events
   of one task committed while a pass runs are projected together by the next one: the
-  busier the process, the more a pass coalesces.
+  busier the process, the more a pass coalesces. When the thread is behind (a change has
+  waited BEHIND_SECONDS for it), a writer waits after its commit for the pass of its
+  change (BEHIND_WAIT_SECONDS at most): the load slows to what the projection keeps up
+  with (`wake`).
 - `sync`: the same subscriber projects on the committing thread, right after the commit
   (the writer's call returns with its view change committed; the test suite runs this).
 - Either way the scheduler's tick runs `sweep`: due rows older than SWEEP_AFTER_SECONDS
@@ -66,6 +69,8 @@ SWEEP_AFTER_SECONDS = 2.0  # a due row this old was left by a process that died 
 SWEEP_TASKS = 200  # tasks per sweep: a backlog drains in steps
 AGAIN_ROUNDS = 3  # a pass looks again this often for what committed while it held tasks
 CATCH_UP_SECONDS = 1.0  # the most an operator's request waits for a pass in flight
+BEHIND_SECONDS = 0.05  # a change that waited this long for the projector thread: it is behind
+BEHIND_WAIT_SECONDS = 0.5  # the most a writer then waits for the thread's pass of its change
 EXIT_SECONDS = 2.0  # a process that exits projects what it has not yet, this long at most
 FRESH_SECONDS = 1.0  # a connection used this recently is taken as alive, without a ping
 # A task whose pass failed (an event it cannot project, a database error) rests this long
@@ -559,24 +564,46 @@ class Projector:
         self.woken = threading.Event()
         self.thread: threading.Thread | None = None
         self.passes = 0
+        self.waiting_since = 0.0  # time.monotonic() when `pending` last became non-empty
+        self.taken = 0  # how many times the thread took what was pending
+        self.finished = 0  # the number of the last take whose pass ended
+        self.ended = threading.Condition(self.lock)  # notified when a pass ends
         # held by the thread through each of its passes: the exit drain waits for a pass
         # in flight (its tasks would otherwise stay due when the process ends mid-pass)
         self.passing = threading.Lock()
 
     def add(self, task_id: str) -> None:
+        """Hand the task over; when the thread is behind (a task handed over earlier has
+        waited BEHIND_SECONDS for it to take it: its pass in flight is that long), wait
+        until the pass that takes this one has ended, BEHIND_WAIT_SECONDS at most."""
         with self.lock:
+            now = time.monotonic()
+            behind = bool(self.pending) and now - self.waiting_since > BEHIND_SECONDS
+            if not self.pending:
+                self.waiting_since = now
             self.pending.add(task_id)
             if self.thread is None or not self.thread.is_alive():
                 self.thread = threading.Thread(
                     target=self._run, name="taskdeck-projector", daemon=True
                 )
                 self.thread.start()
+            ours = self.taken + 1
         self.woken.set()
+        if behind and threading.current_thread() is not self.thread:
+            with self.ended:
+                self.ended.wait_for(lambda: self.finished >= ours, BEHIND_WAIT_SECONDS)
 
     def take(self) -> list[str]:
         with self.lock:
             ids, self.pending = self.pending, set()
+            self.taken += 1
         return sorted(ids)
+
+    def _ended(self) -> None:
+        """The pass of the last take ended (projected, or failed and left to the sweep)."""
+        with self.ended:
+            self.finished = self.taken
+            self.ended.notify_all()
 
     def _run(self) -> None:
         with self.passing:
@@ -607,6 +634,7 @@ class Projector:
                     # left to the sweep: a pass never retries in a loop by itself
                     log.exception("projecting %d task(s) failed; the sweep will retry", len(ids))
                     connection.close()
+                self._ended()
                 close_old_connections()
                 passed_at = time.monotonic()
 
@@ -641,7 +669,12 @@ atexit.register(_projector.drain)
 
 
 def wake(event: TaskEvent) -> None:
-    """The on-commit subscriber (AguiConfig.ready()): the task of `event` changed."""
+    """The on-commit subscriber (AguiConfig.ready()): the task of `event` changed. Handed
+    to the projector thread, off the writer's path; but when that thread is behind (the
+    process writes faster than its one thread projects: pause+resume under bench/load.py
+    left PostgreSQL's view 2-4 s behind), the writer waits for the pass of its change
+    before it answers (`Projector.add`): the writers that make the load slow down to
+    what the projection keeps up with, and a pass still takes many changes together."""
     if conf.VIEW.projection == "sync":
         project([event.task_id], wait=True)
     else:

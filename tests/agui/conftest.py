@@ -39,6 +39,8 @@ def held_projector(settings, monkeypatch) -> Iterator[projection.Projector]:
     held.thread = threading.Thread(target=release.wait, name="held-projector", daemon=True)
     held.thread.start()
     monkeypatch.setattr(projection, "_projector", held)
+    # nor does a writer wait for it once it is "behind" (Projector.add): it never projects
+    monkeypatch.setattr(projection, "BEHIND_WAIT_SECONDS", 0.0)
     yield held
     release.set()
     held.thread.join(timeout=5)
