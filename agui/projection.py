@@ -69,7 +69,8 @@ SWEEP_AFTER_SECONDS = 2.0  # a due row this old was left by a process that died 
 SWEEP_TASKS = 200  # tasks per sweep: a backlog drains in steps
 AGAIN_ROUNDS = 3  # a pass looks again this often for what committed while it held tasks
 CATCH_UP_SECONDS = 1.0  # the most an operator's request waits for a pass in flight
-BEHIND_SECONDS = 0.05  # a change that waited this long for the projector thread: it is behind
+BEHIND_SECONDS = 0.2  # a change that waited this long for the projector thread: it is behind
+# (0.05 s bounded the lag as well but cost PostgreSQL 6-10 % of its sends under bench/load.py)
 BEHIND_WAIT_SECONDS = 0.5  # the most a writer then waits for the thread's pass of its change
 EXIT_SECONDS = 2.0  # a process that exits projects what it has not yet, this long at most
 FRESH_SECONDS = 1.0  # a connection used this recently is taken as alive, without a ping
