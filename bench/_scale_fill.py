@@ -252,7 +252,10 @@ def read_template(connection, kind: str, task_id: str) -> Template:
                     elif value is None:
                         cells.append("\\N")
                     elif isinstance(value, bool):
-                        cells.append("t" if value else "f")
+                        # COPY's text for PostgreSQL; SQLite keeps Django's booleans as 1/0
+                        # (a 't' there is a string no `in_view = 1` or `pending = 1` matches:
+                        # the open copies were on no board and in no inbox)
+                        cells.append(("1" if value else "0") if sqlite else ("t" if value else "f"))
                     elif isinstance(value, datetime):
                         # SQLite's are naive UTC: written back as Django writes them
                         cells.append(
