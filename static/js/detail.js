@@ -145,17 +145,34 @@ export function start(live) {
     const version = Number(head?.dataset.version || 0);
     if (version < shown) return;
     shown = version;
+    const kept = keptInView();
     for (const fresh of doc.querySelectorAll("[data-region]")) {
       const current = document.getElementById(fresh.id);
       if (!current) continue;
       keepStale(current, fresh);
       morph(current, fresh);
     }
+    kept();
     root.dataset.version = String(shown);
     applyFilter();
     window.taskdeck.localiseTimes(root);
     window.taskdeck.tick();
   }, "refresh");
+
+  // What the reader looks at stays where it is in the window: the element a third of
+  // the way down it, moved back by however much the refresh moved it. The browser's own
+  // scroll anchoring does this only sometimes (a phone's reader saw the timeline jump
+  // 34 px when a line above it grew; a desktop's did not).
+  function keptInView() {
+    const seen = document.elementFromPoint(window.innerWidth / 2, window.innerHeight / 3);
+    if (!seen || seen === document.documentElement || seen === document.body) return () => {};
+    const top = seen.getBoundingClientRect().top;
+    return () => {
+      if (!seen.isConnected) return;
+      const moved = seen.getBoundingClientRect().top - top;
+      if (Math.abs(moved) >= 1) window.scrollBy(0, moved);
+    };
+  }
 
   function wanted() {
     const entry = live.tasks[taskId];
