@@ -115,9 +115,9 @@ def in_reader_thread(fn):
 
 def release_threads() -> None:
     """End this process's reader and notices threads, their database connections closed
-    first (they keep them: `kept_connection`). For a process that stops serving sockets
-    and goes on: the test suite, whose in-process sockets used them, before it drops its
-    database (two sessions of these threads outlived every test and held the drop up)."""
+    first (they keep them: `kept_connection`). For a process that stops using them and
+    goes on: the test suite, before it drops its database (two sessions of these threads
+    outlived every test and held the drop up)."""
     global _reads, _notices
     for held in (_reads, _notices):
         if held is not None and held[0] == os.getpid():

@@ -323,7 +323,7 @@ def stop_daphne(proc) -> None:
 # leaves the database behind). A session still there after it belongs to a process the
 # suite failed to stop, and is named in a warning, then ended. (In CI, 2026-11-28, two were
 # this process's own: the AG-UI fan-out's reader and notices threads keep their
-# connections, and the in-process socket tests had used them; `fanout.release_threads`
+# connections, and code run in this process had used them; `fanout.release_threads`
 # closes them first now.)
 DROP_WAIT_SECONDS = 5.0
 
@@ -333,7 +333,7 @@ def django_db_setup(django_db_setup, django_db_blocker) -> Iterator[None]:
     """pytest-django's test database, dropped only once no other session uses it."""
     yield
     with django_db_blocker.unblock():
-        fanout.release_threads()  # in-process sockets' reads keep their connections
+        fanout.release_threads()  # the fan-out's threads keep their connections
         if connection.vendor == "postgresql":
             _wait_for_other_sessions()
 

@@ -14,32 +14,21 @@ import pytest
 from django.db import connection
 
 from a2a import services
-from a2a.models import Task
 from agui import projection
-from agui.models import ViewTask
 from tests.agui.test_projection_after_commit import working_task
-from tests.agui.test_projection_failures import live_projector, until  # noqa: F401
+from tests.agui.test_projection_failures import live_projector, until, view_reflects  # noqa: F401
 from tests.conftest import AGENT
 
-
-def reflects(task_id: str) -> bool:
-    """The task's view row is at the task's version (False before it has one)."""
-    row = ViewTask.objects.filter(task_id=task_id).values_list("task_version", flat=True)
-    return list(row) == [Task.objects.get(pk=task_id).version]
-
-
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
 
 def test_a_writer_waits_for_the_pass_of_its_change_once_the_projector_is_behind(
     live_projector,  # noqa: F811
     monkeypatch,
 ):
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL (run with DATABASE_URL=postgres://…)")
     monkeypatch.setattr(projection, "BEHIND_WAIT_SECONDS", 30.0)  # this test's own bound
     slow, waiting, mine = working_task(), working_task(), working_task()
-    until(lambda: all(reflects(t.id) for t in (slow, waiting, mine)), "the tasks projected")
+    until(lambda: all(view_reflects(t.id) for t in (slow, waiting, mine)), "the tasks projected")
     in_pass, release = threading.Event(), threading.Event()
 
     def hold(held: list[str]) -> None:
@@ -52,7 +41,7 @@ def test_a_writer_waits_for_the_pass_of_its_change_once_the_projector_is_behind(
     def write() -> None:
         try:
             services.emit_text(mine.id, "step 2", actor=AGENT)
-            seen["projected when answered"] = reflects(mine.id)
+            seen["projected when answered"] = view_reflects(mine.id)
         finally:
             connection.close()
 

@@ -25,7 +25,7 @@ from django.utils import timezone
 from a2a import events, services
 from a2a.models import Task
 from agui import projection
-from agui.models import Interrupt
+from agui.models import Interrupt, ViewTask
 from tests.agui.test_projection_after_commit import caught_up, due, projected, working_task
 from tests.conftest import AGENT, APPROVAL_REQUEST, CLIENT, end_backend
 
@@ -133,8 +133,9 @@ def fresh_failures(monkeypatch) -> None:
 
 
 def view_reflects(task_id: str) -> bool:
-    view = projected(task_id)
-    return view.task_version == Task.objects.get(pk=task_id).version
+    """The task's view row is at the task's version (False before it has one)."""
+    view = ViewTask.objects.filter(task_id=task_id).first()
+    return view is not None and view.task_version == Task.objects.get(pk=task_id).version
 
 
 # --- the projector thread -------------------------------------------------------------------
