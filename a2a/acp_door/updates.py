@@ -102,6 +102,8 @@ def read_facts(
             task_id__in=task_ids, artifact_id__in={aid for _, aid in artifact_keys}
         )
     }
+    # Each statement reads what has committed when it runs: a task deleted after the events
+    # were read (its events go with it) is skipped, not a KeyError that ends the follower.
     return [
         Fact(
             event=e,
@@ -110,6 +112,7 @@ def read_facts(
             artifact=artifacts.get((e.task_id, e.data.get("artifactId"))),
         )
         for e in events
+        if e.task_id in tasks
     ]
 
 

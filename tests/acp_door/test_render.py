@@ -72,3 +72,32 @@ def test_a_replay_renders_the_same_ids(make_task):
     task = make_task("working")
     services.complete_task(task.id, actor=AGENT, text="done")
     assert rendered(task) == rendered(task)
+
+
+def test_a_task_deleted_while_its_events_are_read_is_skipped(make_task):
+    """The events and their tasks are two statements: a task deleted between them (its
+    events cascade) must leave the rest of the context to render, not raise KeyError —
+    which ended a live session's follower (CI: a table flush between two tests while a
+    door process still followed an earlier session)."""
+    from django.db import connection
+
+    from a2a.models import Task
+
+    kept = make_task("working")
+    gone = make_task("working", context_id=kept.context_id)
+    deleted: list[str] = []
+
+    def delete_before_the_tasks_are_read(execute, sql, params, many, context):
+        if (
+            not deleted
+            and sql.lstrip().startswith("SELECT")
+            and f'FROM "{Task._meta.db_table}"' in sql
+        ):
+            deleted.append(gone.id)
+            Task.objects.filter(pk=gone.id).delete()
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(delete_before_the_tasks_are_read):
+        facts = updates.read_facts(kept.context_id, {}, owner=kept.owner)
+    assert deleted, "the delete did not happen during the read"
+    assert facts and {f.task.id for f in facts} == {kept.id}
