@@ -46,9 +46,10 @@ the issue's target is at most 1.25x):
 "SQL/call": the statements of one such call made in this process through Django's test
 client (JSON-RPC and pages; the socket's opening reads for `board`), counted once per
 size on every thread (the JSON-RPC door runs the ORM on a thread pool); `-` for a
-blocking send, whose run happens only in a served event loop. --explain (PostgreSQL):
-EXPLAIN ANALYZE of each of those queries at the last size, one line per query: the
-plan's top node, the scans it uses, rows and time.
+blocking send, whose run happens only in a served event loop. --explain: after each
+size's figures, each of those SELECTs once more, one line each: on PostgreSQL EXPLAIN
+ANALYZE's time, top node, scans and rows; on SQLite its time run alone, its rows and
+EXPLAIN QUERY PLAN (so the statement whose cost grows with the database shows).
 After each fill: the task counts recounted (`manage.py recount_tasks`: the fill wrote
 around the services), then VACUUM (ANALYZE) on PostgreSQL, ANALYZE on SQLite, as a database that has
 run for a while has been (statistics; the visibility map index-only scans rely on).
@@ -591,7 +592,9 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=5, help="uncounted calls first")
     parser.add_argument("--steps", default="0,0.1,1", help="sizes, as fractions of --tasks")
     parser.add_argument("--ops", default=",".join(OPS))
-    parser.add_argument("--explain", action="store_true", help="EXPLAIN ANALYZE at the end")
+    parser.add_argument(
+        "--explain", action="store_true", help="each SELECT timed and its plan, at each size"
+    )
     parser.add_argument("--keep-db", action="store_true", help="keep the filled database")
     parser.add_argument(
         "--reuse",
@@ -660,7 +663,6 @@ def main() -> int:
     server = None
     results: dict[tuple[str, float], list[float]] = {}
     queries: dict[tuple[str, float], int] = {}
-    last_sql: dict[str, list[str]] = {}
     prepared: dict = {}
     status = 0
     try:
@@ -744,13 +746,15 @@ def main() -> int:
                 results[(op, step)] = times
                 n, sqls = count_queries(bench, op, prepared)
                 queries[(op, step)] = n
-                last_sql[op] = sqls
                 print(
                     f"  {op:16s} p50 {statistics.median(times) * 1000:8.1f} ms  "
                     f"p95 {_harness.quantile(sorted(times), 0.95) * 1000:8.1f} ms  "
                     f"{n if n >= 0 else '-'} queries",
                     flush=True,
                 )
+                if args.explain:  # at each size: which statement grows with the database
+                    for line in explain(search_sql(bench, prepared) if op == "search" else sqls):
+                        print(f"      {line}", flush=True)
                 if op == "board-whole":
                     print(f"    what the board holds: {coverage(bench)}", flush=True)
                 if op == "search":  # the p50 is a mix: which of the nine kinds costs what
@@ -783,15 +787,6 @@ def main() -> int:
             f"(ms; SQL/call at each size; load average at the end "
             f"{' '.join(Path('/proc/loadavg').read_text().split()[:3])})"
         )
-        if args.explain:
-            print("\nEXPLAIN at the last size (execution time, top node, scans):")
-            for op in ops:
-                if connection.vendor != "postgresql" and op != "search":
-                    continue
-                print(f"{op}:")
-                sqls = search_sql(bench, prepared) if op == "search" else last_sql.get(op, [])
-                for line in explain(sqls):
-                    print("  " + line)
     except KeyboardInterrupt:
         status = 130
     finally:
