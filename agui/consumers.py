@@ -14,7 +14,9 @@ No message outgrows the WebSocket server's limit (Daphne refuses anything over 1
 closes the socket with 1011): the snapshot is cut to TASKDECK["VIEW"]["SNAPSHOT_BYTES"]
 (`selectors.window`; a cut one says `truncated`), and a cut socket follows the tasks it
 holds plus the ones that enter the view after its snapshot. Every other message carries
-one task's change; one that would not fit anyway is not sent, and a fresh snapshot is.
+one task's change, or (a STATE_DELTA) the changes of one batch from the log, at most one
+per task (`_send_merged`); one that would not fit anyway is not sent, and a fresh snapshot
+is.
 
 Authentication: the session (dashboard) or an API key with the `read` scope in the
 Authorization header; origins are checked by AllowedHostsOriginValidator (routing.py).
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 from typing import Any
@@ -58,6 +61,7 @@ from agui.models import AguiEvent, Interrupt
 log = logging.getLogger(__name__)
 OVERFLOW_CHUNK = 200  # tasks needing a person read at a time after the snapshot
 RATE_LIMITED = 4429  # the close code of a socket opened over its tenant's rate (4000 + 429)
+MERGED_DELTA_BYTES = 256 * 1024  # a merged STATE_DELTA stays far below SOCKET_MESSAGE_BYTES
 
 
 def _bundle(
@@ -120,6 +124,18 @@ def _missing(task_id: str, after: int, before: int) -> list[fanout.Row]:
         .order_by("id")
         .values_list("id", "task_id", "version", "type", "event")
     )
+
+
+@functools.lru_cache(maxsize=64)
+def merged_deltas(texts: tuple[str, ...]) -> str:
+    """Several encoded STATE_DELTAs as one, their JSON Patch ops in order (applying them
+    one after another is applying their concatenation). Cached on the texts: every socket
+    of the process sends the same batch, so it is merged and encoded once, not once per
+    socket (the texts are the Tailer's own strings, whose hashes Python keeps)."""
+    events = [json.loads(text) for text in texts]
+    first = events[0]
+    first["delta"] = [op for event in events for op in event["delta"]]
+    return json.dumps(first, separators=(",", ":"))
 
 
 def _principal_from_headers(headers: list[tuple[bytes, bytes]]) -> Actor | None:
@@ -414,6 +430,7 @@ class ViewConsumer(AsyncWebsocketConsumer):
             texts.setdefault((task_id, version), []).append(text)
             last_id[task_id, version] = row_id
         sent_all = True
+        outgoing: list[tuple[str, str | None, str]] = []  # (text, type, task id), in order
         for (task_id, version), events in changes.items():
             known = self.versions.get(task_id)
             if known is not None and version <= known:
@@ -430,6 +447,8 @@ class ViewConsumer(AsyncWebsocketConsumer):
                 if self.truncated:
                     # cut from this socket's window: it joins when it needs a person now
                     if self._must_hold(_status_after(task_id, events)):
+                        sent_all &= await self._send_merged(outgoing)  # in order
+                        outgoing = []
                         sent_all &= await self._join(task_id)
                     continue
                 expected = 1  # new, but its first change committed late: it is in the log
@@ -437,16 +456,58 @@ class ViewConsumer(AsyncWebsocketConsumer):
                 expected = known + 1
             if version > expected:  # a change committed late: fetch what lies between
                 gap = await database_sync_to_async(_missing)(task_id, expected - 1, version)
-                for missing in gap:
-                    sent_all &= await self._send_text(missing[5], missing[3])
+                outgoing += [(missing[5], missing[3], task_id) for missing in gap]
             for text, event in zip(texts[task_id, version], events, strict=True):
-                sent_all &= await self._send_text(text, event.get("type"))
+                outgoing.append((text, event.get("type"), task_id))
             if _touches(task_id, events, "remove"):
                 self.versions.pop(task_id, None)  # left the view: nothing more will come
             else:
                 self.versions[task_id] = version
+        sent_all &= await self._send_merged(outgoing)
         if not sent_all:
             await self.resync()
+
+    async def _send_merged(self, outgoing: list[tuple[str, str | None, str]]) -> bool:
+        """Send a batch's events with its STATE_DELTAs merged: at fleet load one pass
+        projects hundreds of tasks' changes, and a frame each cost every socket's client
+        (and this loop) hundreds of messages a second. A merged STATE_DELTA holds at most
+        one change per task (a client's gap check expects each delta to move a task by one
+        version: static/js/live.js), so a task's second change starts the next one. The
+        other events (ACTIVITY_*) of the merged tasks go just before it, in their order:
+        each task's events keep their order (the projector writes a change's activities
+        before its STATE_DELTA, so a card's content is there when the state names it);
+        only events of different tasks may swap, and those are independent."""
+        sent_all = True
+        run: list[str] = []
+        first: list[tuple[str, str | None]] = []
+        tasks: set[str] = set()
+        size = 0
+
+        async def flush() -> bool:
+            nonlocal size
+            ok = True
+            for text, kind in first:
+                ok &= await self._send_text(text, kind)
+            if run:
+                text = run[0] if len(run) == 1 else merged_deltas(tuple(run))
+                ok &= await self._send_text(text, "STATE_DELTA")
+            run.clear()
+            first.clear()
+            tasks.clear()
+            size = 0
+            return ok
+
+        for text, kind, task_id in outgoing:
+            if task_id in tasks or size + len(text) > MERGED_DELTA_BYTES:
+                sent_all &= await flush()  # after the task's delta in this frame: next frame
+            if kind == "STATE_DELTA":
+                run.append(text)
+                tasks.add(task_id)
+                size += len(text)
+            else:
+                first.append((text, kind))
+        sent_all &= await flush()
+        return sent_all
 
     async def _send(self, event: dict[str, Any]) -> bool:
         """Send one event, unless it is over the server's message limit: sending it would

@@ -211,3 +211,74 @@ def test_changes_committed_before_one_pass_reach_a_socket_as_one_version(
         assert len([e for e in client.events[start:] if touches(e, task.id)]) == 2
     finally:
         client.close()
+
+
+def test_a_pass_over_several_tasks_reaches_a_socket_as_one_state_delta(
+    ws_url, api_key, make_task, hold_projection
+):
+    """At fleet load a pass projects hundreds of tasks' changes: a socket gets the batch's
+    deltas as one STATE_DELTA (one frame, not one per task), each task still one version
+    on, and ends in the fresh state."""
+    from agui import projection
+
+    tasks = [make_task("working") for _ in range(3)]
+    before = {t.id: version_of(t.id) for t in tasks}
+    client = Client(ws_url, api_key)
+    try:
+        client.recv()
+        start = len(client.events)
+        hold_projection()
+        for t in tasks:
+            services.pause_task(t.id, actor=CLIENT, reason="batch")
+        assert projection.project([t.id for t in tasks]) == {t.id for t in tasks}
+        for t in tasks:
+            client.until_version(t.id, before[t.id] + 1)
+        deltas = [e for e in client.events[start:] if e["type"] == "STATE_DELTA"]
+        assert len(deltas) == 1 and all(touches(deltas[0], t.id) for t in tasks)
+        assert client.state == selectors.snapshot()
+    finally:
+        client.close()
+
+
+def test_a_merged_delta_never_holds_two_versions_of_one_task():
+    """A client checks that each STATE_DELTA moves a task by one version (live.js resyncs
+    on a jump): a task's second change in a batch starts a new frame. Each task's events
+    keep their order (a change's activities come before its delta, as projected)."""
+    import asyncio
+
+    from agui.consumers import ViewConsumer, merged_deltas
+
+    def delta(task: str, version: int) -> str:
+        op = {"op": "replace", "path": f"/view/tasks/{task}/version", "value": version}
+        return json.dumps({"type": "STATE_DELTA", "delta": [op]})
+
+    def activity(task: str) -> str:
+        return json.dumps({"type": "ACTIVITY_DELTA", "messageId": task})
+
+    sent: list[dict] = []
+    consumer = ViewConsumer()
+
+    async def record(text: str, kind: str | None) -> bool:
+        sent.append(json.loads(text))
+        return True
+
+    consumer._send_text = record
+    outgoing = [
+        (activity("a"), "ACTIVITY_DELTA", "a"),
+        (delta("a", 2), "STATE_DELTA", "a"),
+        (activity("b"), "ACTIVITY_DELTA", "b"),
+        (delta("b", 5), "STATE_DELTA", "b"),
+        (delta("c", 1), "STATE_DELTA", "c"),
+        (activity("a"), "ACTIVITY_DELTA", "a"),  # a's next change: a new frame
+        (delta("a", 3), "STATE_DELTA", "a"),
+        (delta("d", 7), "STATE_DELTA", "d"),
+        (activity("d"), "ACTIVITY_DELTA", "d"),  # after d's delta, as it came
+    ]
+    assert asyncio.run(consumer._send_merged(outgoing))
+    frames = [
+        [op["path"].split("/")[3] for op in e["delta"]] if "delta" in e else e["messageId"]
+        for e in sent
+    ]
+    assert frames == ["a", "b", ["a", "b", "c"], "a", ["a", "d"], "d"]
+    merged = merged_deltas((delta("a", 2), delta("b", 5), delta("c", 1)))
+    assert json.loads(merged) == sent[2]
