@@ -176,12 +176,14 @@ async def fanout(
     base = await sync_to_async(lambda: Task.objects.get(pk=task_id).version)()
     wanted = range(base + 1, base + changes + 1)  # the task versions the changes make
     received: list[dict[int, float]] = []
+    frames = [0]  # messages the sockets read while the changes were measured
 
     async def reader(ws) -> None:
         got: dict[int, float] = {}
         received.append(got)
         while len(got) < len(wanted):
             event = json.loads(await ws.recv())
+            frames[0] += 1
             if event["type"] != "STATE_DELTA" or (reached := covered(event, path)) is None:
                 continue
             now = time.time()
@@ -203,7 +205,7 @@ async def fanout(
     latencies = [got[v] - committed[v] for got in received for v in got]
     for ws in sockets:
         await ws.close()
-    return latencies
+    return latencies, frames[0] / clients
 
 
 def start_load(port: int, token: str, connections: int, var: str) -> subprocess.Popen:
@@ -291,13 +293,14 @@ def main() -> None:
             gc.collect()
             gc.freeze()
             try:
-                lat = asyncio.run(fanout(url, token, n, args.changes, args.writer))
+                lat, frames = asyncio.run(fanout(url, token, n, args.changes, args.writer))
                 lag = projection.lag()
             finally:
                 beside = f"; {stop_load(wrk)}" if wrk is not None else ""
             print(
                 f"fan-out, {n:>5} clients: commit -> STATE_DELTA received  {percentiles(lat)}"
-                f"; lag at the end {lag.seconds * 1000:.0f} ms ({lag.due_rows} due rows)" + beside
+                f"; lag at the end {lag.seconds * 1000:.0f} ms ({lag.due_rows} due rows)"
+                f"; {frames:.0f} messages a socket" + beside
             )
     finally:
         server.terminate()
