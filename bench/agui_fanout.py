@@ -8,7 +8,7 @@ measured (what the invariant compares, never sent), and so is what a socket send
 the view cut to TASKDECK_VIEW_SNAPSHOT_BYTES, with how many tasks that holds.
 
     .venv/bin/python bench/agui_fanout.py [--scale-out] [--clients 1,100,1000] [--changes 20]
-        [--writer process|bench] [--load N]
+        [--writer process|bench] [--load N] [--web 2]
 
 Fan-out is measured on a small view (so 1,000 sockets don't each download a 10,000-task
 snapshot); the 10,000 tasks are added afterwards for the snapshot and delta figures.
@@ -34,6 +34,13 @@ flight against the same Daphne (bench/load.py's send-blocking: the `tck` agent r
 inline in the web process, so every call commits three changes its projector thread
 projects): commit -> received and the lag then include a busy server's and projector's
 share. wrk's calls/s over the run are printed beside the figures.
+
+--web 2: the server as `make run` starts it (`manage.py serve --web 2`: two Daphne
+processes on the port, the kernel spreading the sockets and wrk's connections over them)
+instead of one Daphne. Each run also prints where its time went: the bench polls the
+task's view row every 5 ms, which splits commit -> received into commit -> in the view
+(the projection) and in the view -> received (the log's reader and the sockets), to the
+poll's 5 ms.
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ import sys
 import tempfile
 import time
 import uuid
+from pathlib import Path
 
 from _harness import (
     ROOT,
@@ -60,6 +68,7 @@ from _harness import (
     served,
     start_server,
     wait_for,
+    wait_for_port,
 )
 
 
@@ -191,7 +200,29 @@ async def fanout(
                 if version <= reached:
                     got.setdefault(version, now)
 
+    in_view: dict[int, float] = {}  # task version -> when the view first reached it
+
+    def view_version() -> int:
+        from agui.models import ViewTask
+
+        row = ViewTask.objects.filter(task_id=task_id).values_list("task_version", flat=True)
+        return row.first() or 0
+
+    async def watch_view() -> None:
+        """Where the time goes: the view's row polled every 5 ms (a few hundred small
+        reads a second beside the load) splits commit -> received into the projection's
+        part (commit -> in the view) and the fan-out's (in the view -> received)."""
+        read = sync_to_async(view_version, thread_sensitive=False)
+        while len(in_view) < len(wanted):
+            reached = await read()
+            now = time.time()
+            for version in wanted:
+                if version <= reached:
+                    in_view.setdefault(version, now)
+            await asyncio.sleep(0.005)
+
     readers = [asyncio.ensure_future(reader(ws)) for ws in sockets]
+    watcher = asyncio.ensure_future(watch_view())
     committed: dict[int, float] = {}
     if writer == "process":
         committed = await changes_elsewhere(task_id, changes)
@@ -201,11 +232,28 @@ async def fanout(
             version, at = await change(task_id, i, actor)
             committed[version] = at
             await asyncio.sleep(0.05)  # 20 changes a second
-    await asyncio.wait_for(asyncio.gather(*readers), timeout=120)
+    await asyncio.wait_for(asyncio.gather(*readers, watcher), timeout=120)
     latencies = [got[v] - committed[v] for got in received for v in got]
+    projected = [in_view[v] - committed[v] for v in wanted]
+    fanned = [got[v] - in_view[v] for got in received for v in got]
     for ws in sockets:
         await ws.close()
-    return latencies, frames[0] / clients
+    return latencies, frames[0] / clients, (projected, fanned)
+
+
+def start_serve(env: dict[str, str], port: int, web: int) -> subprocess.Popen:
+    """`manage.py serve` with `web` processes on `port`, as `make run` starts Taskdeck (no
+    agent workers: the load's `tck` agent runs inline, and the changes come from the
+    bench's writer process; the scheduler runs, as it does there). Stopped by SIGTERM."""
+    env = served(env)
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "manage.py"), "serve", "--host", "127.0.0.1",
+         "--port", str(port), "--web", str(web), "--workers", "0", "--grpc-port", "0"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+        stderr=open(Path(env["TASKDECK_VAR_DIR"]) / "serve.log", "w"),  # noqa: SIM115
+    )  # fmt: skip
+    wait_for_port(port, proc, "manage.py serve", timeout=90)
+    return proc
 
 
 def start_load(port: int, token: str, connections: int, var: str) -> subprocess.Popen:
@@ -255,6 +303,13 @@ def main() -> None:
     parser.add_argument(
         "--fanout-only", action="store_true", help="skip the 10,000-task snapshot figures"
     )
+    parser.add_argument(
+        "--web",
+        type=int,
+        default=1,
+        help="web processes on the port: 1, one Daphne; 2, `manage.py serve --web 2` as "
+        "`make run` starts it (the kernel spreads sockets and wrk's connections over both)",
+    )
     parser.add_argument("--changes-of", help=argparse.SUPPRESS)  # the writer process
     args = parser.parse_args()
     if args.changes_of:  # the environment is the parent's (configure() already ran)
@@ -280,9 +335,10 @@ def main() -> None:
     _, token = api_keys.create_key("bench", ["read", "write", "operator"])
     make_tasks(10, "small")
     port = free_port()
-    server = start_server(env, port)
+    server = start_server(env, port) if args.web == 1 else start_serve(env, port, args.web)
     mode = "PostgreSQL + Redis" if args.scale_out else "SQLite + in-memory layer"
-    print(f"AG-UI projection benchmark ({mode}; one Daphne process; changes by the {args.writer})")
+    web = "one Daphne process" if args.web == 1 else f"manage.py serve --web {args.web}"
+    print(f"AG-UI projection benchmark ({mode}; {web}; changes by the {args.writer})")
     try:
         url = f"ws://127.0.0.1:{port}/ws/agui/"
         for n in [int(c) for c in args.clients.split(",")]:
@@ -293,7 +349,9 @@ def main() -> None:
             gc.collect()
             gc.freeze()
             try:
-                lat, frames = asyncio.run(fanout(url, token, n, args.changes, args.writer))
+                lat, frames, (projected, fanned) = asyncio.run(
+                    fanout(url, token, n, args.changes, args.writer)
+                )
                 lag = projection.lag()
             finally:
                 beside = f"; {stop_load(wrk)}" if wrk is not None else ""
@@ -302,6 +360,8 @@ def main() -> None:
                 f"; lag at the end {lag.seconds * 1000:.0f} ms ({lag.due_rows} due rows)"
                 f"; {frames:.0f} messages a socket" + beside
             )
+            print(f"  of which commit -> in the view  {percentiles(projected)}")
+            print(f"  and in the view -> received     {percentiles(fanned)}")
     finally:
         server.terminate()
         server.wait(timeout=30)
