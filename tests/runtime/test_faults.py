@@ -149,7 +149,14 @@ def test_a_killed_worker_is_replaced_by_its_beat_before_its_lease_and_leaves_no_
             done = len(item_steps(task))
             procs.kill(procs.worker_with_pid(int(owner.rsplit(":", 1)[1])))
             killed.append(owner)
-            procs.start_worker()
+            new = procs.start_worker()
+            # Its start first: a Python process loading Django took 20 s under CI's load on
+            # a slow machine, and the bound below is the takeover's, not the start's.
+            wait_for(
+                lambda p=new.pid: WorkerBeat.objects.filter(worker__endswith=f":{p}").exists(),
+                90,
+                "the new worker to beat",
+            )
             # taken over well inside the lease (60 s): only the beat can have told
             wait_for(lambda d=done: len(item_steps(task)) > d + 1, 20, "the run to move")
             wait_for(
