@@ -160,7 +160,9 @@ def test_a_socket_that_stops_reading_is_closed_with_a_reason(server, make_task, 
     # every segment wait for a delayed ACK, and reading the backlog takes minutes
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 256 * 1024)
     # max_queue=1: the client takes one message, then stops reading from the connection
-    with connect(ws_url(base), sock=sock, additional_headers=headers, max_queue=1) as ws:
+    with connect(
+        ws_url(base), sock=sock, additional_headers=headers, max_queue=1, ping_interval=None
+    ) as ws:
         first = json.loads(ws.recv(timeout=30))
         assert first["type"] == "STATE_SNAPSHOT"
         deadline = time.monotonic() + 120
@@ -198,7 +200,9 @@ def test_a_long_opening_to_a_client_that_reads_slowly_is_paced_not_closed(server
     sock = socket.create_connection(("127.0.0.1", port))
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)  # the kernel holds little
     held: set[str] = set()
-    with connect(ws_url(base), sock=sock, additional_headers=headers, max_queue=1) as ws:
+    with connect(
+        ws_url(base), sock=sock, additional_headers=headers, max_queue=1, ping_interval=None
+    ) as ws:
         while True:
             event = json.loads(ws.recv(timeout=60))
             if event["type"] == "STATE_SNAPSHOT":
