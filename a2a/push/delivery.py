@@ -270,7 +270,9 @@ def _pump(config_pk: int, token: str, deadline: float) -> Outcome:
         if time.monotonic() > deadline:
             return Outcome("more")
         if not _heartbeat(config_pk, token):
-            return Outcome("lost")
+            # deleted since the scan (its deliveries went with it), or another job's now
+            gone = not PushConfig.objects.filter(pk=config_pk).exists()
+            return Outcome("gone" if gone else "lost")
         attempt(config, head, token)
         if head.status == PushDelivery.Status.PENDING:  # failed; retried later
             return Outcome("waiting", head.next_attempt_at, scheduled=True)

@@ -236,6 +236,28 @@ def test_a_config_deleted_while_its_log_is_scanned_is_skipped(
     assert not PushDelivery.objects.exists()
 
 
+def test_a_config_deleted_between_its_scan_and_its_attempt_ends_the_job_as_gone(
+    quick, queued, make_task, monkeypatch
+):
+    """The scan recorded the deliveries, then the client deleted the config (and them):
+    the job's lease is gone with the row, and the job says the config is gone — not that
+    another job took its lease (it said "lost": CI, 2026-11-29)."""
+    task = make_task("working")
+    config = push.set_config(task.id, push.ConfigInput(url="http://127.0.0.1:9/a"), version="0.3")
+    services.emit_text(task.id, "line", actor=AGENT)
+    _owed_unscanned(config)
+    heartbeat = delivery._heartbeat
+
+    def delete_first(config_pk: int, token: str) -> bool:
+        assert PushDelivery.objects.filter(config_id=config_pk).exists()  # the scan's
+        assert push.delete_config(task.id, config.config_id, actor=None)
+        return heartbeat(config_pk, token)
+
+    monkeypatch.setattr(delivery, "_heartbeat", delete_first)
+    assert delivery.run(config.pk) == "gone"
+    assert not PushDelivery.objects.filter(config_id=config.pk).exists()
+
+
 def _delete_and_pump_at_once(task_id: str, config: PushConfig) -> dict[str, object]:
     """The client's delete and a delivery job, released together on two connections;
     what each returned (or raised)."""
