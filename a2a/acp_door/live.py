@@ -41,6 +41,7 @@ from a2a.acp_door.updates import (
     request_of,
     suspension_facts,
 )
+from a2a.db_faults import describe, is_infrastructure
 from a2a.errors import NotAllowedNow
 from a2a.event_kinds import SUSPENDING_KINDS, EventKind
 from a2a.formats import text_of
@@ -61,6 +62,13 @@ STOP_REASONS = {State.REJECTED: "refusal", State.CANCELED: "cancelled"}
 INPUT_META = "taskdeck/input"  # a prompt that ends on an open question names it here
 IDLE_POLL_SECONDS = 2.0  # between turns, when the channel layer can wake us
 ASK_ATTEMPTS = 3
+OUTAGE_RETRY_SECONDS = 1.0  # a follower tries again this often while the database is away
+UNAVAILABLE = "the database is unavailable"  # a turn failed by an outage: its error's detail
+
+
+def outage_seconds() -> float:
+    """How long an open turn waits out a database outage: the streams' bound."""
+    return conf.TASKDECK.stream_outage_seconds
 
 
 @dataclass
@@ -156,20 +164,41 @@ class LiveSession:
                     w.exception()  # retrieved, so asyncio does not log it
 
     async def _follow(self) -> None:
+        """Read and send the session's updates until stopped. A database outage (a2a.db_faults:
+        a restart, a failover) does not end it: the read is tried again every
+        OUTAGE_RETRY_SECONDS from the cursors it holds, so nothing is lost or repeated once
+        the database is back; a turn still open after TASKDECK_STREAM_OUTAGE_SECONDS of it
+        fails with -32603, as a stream ends then (docs/acp.md, "Database outages"). Any other
+        error is a bug: logged, the open turn failed, and the follower ends (it used to end
+        on an outage too, and the editor heard nothing more of its session)."""
         poll = conf.ACP.poll_seconds
+        loop = asyncio.get_running_loop()
+        down_since: float | None = None  # when the database became unreachable, while it is
         try:
             while True:
                 self.wake.clear()
-                async with self.lock:
-                    await self._listen_to(self.session.task_id)
-                    facts = await self._drain()
-                    if not facts and self.turn is not None:
-                        verdict = await self._idle_verdict(self.turn)
-                        if verdict is None:
-                            verdict = await self._background_verdict(self.turn)
-                        # what committed while we looked is sent before the answer
-                        if verdict is not None and not (facts := await self._drain()):
-                            self.turn.end("end_turn", verdict)
+                try:
+                    facts = await self._step()
+                except Exception as exc:
+                    if not is_infrastructure(exc):
+                        raise
+                    now = loop.time()
+                    if down_since is None:
+                        down_since = now
+                        log.warning(
+                            "following session %s: %s; retrying",
+                            self.session.session_id,
+                            describe(exc),
+                        )
+                    if self.turn is not None and now - down_since >= outage_seconds():
+                        self.turn.fail(RequestError.internal_error({"detail": UNAVAILABLE}))
+                    await asyncio.sleep(OUTAGE_RETRY_SECONDS)
+                    continue
+                if down_since is not None:
+                    log.warning(
+                        "following session %s: the database is back", self.session.session_id
+                    )
+                    down_since = None
                 if not facts:
                     await self._wait(poll if self._must_poll() else IDLE_POLL_SECONDS)
         except asyncio.CancelledError:
@@ -179,7 +208,22 @@ class LiveSession:
         except Exception:
             log.exception("following session %s failed", self.session.session_id)
             if self.turn is not None:
-                self.turn.done.set_exception(RequestError.internal_error({"detail": "follower"}))
+                self.turn.fail(RequestError.internal_error({"detail": "follower"}))
+
+    async def _step(self) -> int:
+        """One reading: send what committed, and end the turn when its task says so; how
+        many events there were."""
+        async with self.lock:
+            await self._listen_to(self.session.task_id)
+            facts = await self._drain()
+            if not facts and self.turn is not None:
+                verdict = await self._idle_verdict(self.turn)
+                if verdict is None:
+                    verdict = await self._background_verdict(self.turn)
+                # what committed while we looked is sent before the answer
+                if verdict is not None and not (facts := await self._drain()):
+                    self.turn.end("end_turn", verdict)
+        return facts
 
     async def _drain(self) -> int:
         """Send the updates of every event not seen yet; how many events there were."""

@@ -27,6 +27,7 @@ import pytest
 from django.db import connection, connections
 
 from a2a import api_keys
+from tests.a2a.test_db_outage import outage  # noqa: F401 (test_outage.py's)
 from tests.acp_door.peer import Peer, agent_env
 from tests.conftest import start_daphne, stop_daphne, unconfigured_environ
 from tests.dashboard.conftest import op, operator  # noqa: F401 (the dashboard's fixtures)
