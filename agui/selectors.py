@@ -1,5 +1,5 @@
-"""Reads of the projection: the STATE_SNAPSHOT and the pending activities, in a constant
-number of queries whatever the number of tasks.
+"""Reads of the projection: the STATE_SNAPSHOT and the pending activities, in a number of
+queries that does not grow with the number of tasks.
 
 `snapshot` is the whole live view (what the invariant compares against); transports send
 `window`, the view cut to a byte budget, so no message grows with the number of tasks."""
@@ -13,7 +13,19 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from django.db.models import Case, IntegerField, Q, Value, When
+from django.db.models import (
+    Aggregate,
+    Case,
+    IntegerField,
+    JSONField,
+    OuterRef,
+    Q,
+    Subquery,
+    Value,
+    When,
+)
+from django.db.models.fields.json import KT
+from django.db.models.functions import JSONArray
 
 from a2a import access
 from a2a import selectors as task_selectors
@@ -97,8 +109,8 @@ class Window:
     overflow: list[tuple[str, dict[str, Any], list[tuple[str, dict]]]] = field(default_factory=list)
     counts: dict[str, Any] | None = None  # `counts()`, when the caller read them
     # deferred overflow (`window(defer_overflow=True)`): where the read stopped, for `more`
-    rest: Iterator[tuple[str, Any, int]] | None = None
-    pending: dict[str, list[tuple[str, dict]]] = field(default_factory=dict)
+    # (task id, entry, version, its pending requests)
+    rest: Iterator[tuple[str, Any, int, list[tuple[str, dict]]]] | None = None
 
     def more(self, n: int) -> list[tuple[str, dict[str, Any], list[tuple[str, dict]]]]:
         """The next `n` tasks of a deferred overflow (tasks needing a person that did not
@@ -114,9 +126,9 @@ class Window:
             if row is None or row[1].get("status") not in view.NEEDS_PERSON:
                 self.rest = None
                 break
-            task_id, entry, version = row
+            task_id, entry, version, mine = row
             self.versions[task_id] = version
-            out.append((task_id, entry, self.pending.get(task_id, [])))
+            out.append((task_id, entry, mine))
         return out
 
     def overflow_deltas(
@@ -189,46 +201,52 @@ def window(
     window, see Window.overflow; a run's thread is cut as it comes),
     then those in the states the board is filtered by (`focus`, a state or "paused"), then
     the other open ones, then agent parks, then the finished (view.RANKS); newest change
-    first within each. Past the first rank the cut is a prefix of that order. Two queries,
-    three when cut; rows are streamed and reading stops at the budget, so a view of
-    100,000 open tasks costs what the budget holds (plus the tasks needing a person).
+    first within each. Past the first rank the cut is a prefix of that order. Rows are
+    read in pages (on the board, a page per status: `_newest_first`) with their pending
+    requests (`_pending_of_row`), and reading stops at the budget, so a view of 100,000 open
+    tasks, or of 3,000 waiting for input, costs what the budget holds: about eight queries
+    (two more when cut), whatever the number of tasks.
     `task_ids` and `context_id` (a run's thread) narrow it; `live_only=False` reads their
     rows whether or not they are still in the live view."""
     ids = list(task_ids) if task_ids is not None else None
     rows = ViewTask.objects.filter(IN_VIEW) if live_only else ViewTask.objects.all()
     rows = _narrow(rows, ids, visible_to, context_id)
-    pending: dict[str, list[tuple[str, dict]]] = {}
-    for iid, entry in _pending(ids, visible_to, context_id):
-        pending.setdefault(entry["taskId"], []).append((iid, entry))
     tasks: dict[str, Any] = {}
     held_pending: dict[str, Any] = {}
     versions: dict[str, int] = {}
     overflow: list[tuple[str, dict[str, Any], list[tuple[str, dict]]]] = []
     used = RESERVE_BYTES + _size({"view": {"tasks": {}, "pendingInterrupts": {}}})
     truncated = False
-    rest: Iterator[tuple[str, Any, int]] | None = None
+    rest: Iterator[tuple[str, Any, int, list[tuple[str, dict]]]] | None = None
     board = live_only and first is None and ids is None and context_id is None
+    read: Iterator[tuple[str, Any, int, list[tuple[str, dict]]]]
     if board:
-        # the board's (every socket's) window: read in its order from the index
+        # the board's (every socket's) window: read in its order from the index, each row
+        # with its pending requests
         groups = ranked_groups(focus)
-        ordered = itertools.chain.from_iterable(_newest_first(rows, g) for g in groups)
+        read = itertools.chain.from_iterable(_newest_first(rows, g) for g in groups)
     else:  # a thread's few tasks, or one task first: sorted by the database
-        ordered = (
-            rows.annotate(rank=_rank_case(view.focus_states(focus), first))
+        pending: dict[str, list[tuple[str, dict]]] = {}
+        for iid, entry in _pending(ids, visible_to, context_id):
+            pending.setdefault(entry["taskId"], []).append((iid, entry))
+        read = (
+            (task_id, entry, version, pending.get(task_id, []))
+            for task_id, entry, version in rows.annotate(
+                rank=_rank_case(view.focus_states(focus), first)
+            )
             .order_by("rank", "-updated_at", "-task_id")
             .values_list("task_id", "entry", "version")
             .iterator(chunk_size=CHUNK)
         )
-    for task_id, entry, version in ordered:
+    for task_id, entry, version, mine in read:
         cost = _size(task_id) + _size(entry) + 2  # "id":{…} and a comma
-        mine = pending.get(task_id, [])
         cost += sum(_size(iid) + _size(p) + 2 for iid, p in mine)
         if used + cost > max_bytes:
             truncated = True
             if not board or entry.get("status") not in view.NEEDS_PERSON:
                 break  # (a run's thread: cut as it comes; its stream has no room for more)
             if defer_overflow:  # the rest of them: Window.more, after the snapshot
-                rest = itertools.chain([(task_id, entry, version)], ordered)
+                rest = itertools.chain([(task_id, entry, version, mine)], read)
                 break
             overflow.append((task_id, entry, mine))  # never cut: sent after the snapshot
             versions[task_id] = version
@@ -249,7 +267,7 @@ def window(
             )
             shown += needing.count() - held
         result["truncated"] = {"shown": shown, "total": total, "maxBytes": max_bytes}
-    return Window(result, versions, truncated, overflow, rest=rest, pending=pending)
+    return Window(result, versions, truncated, overflow, rest=rest)
 
 
 _OPEN = sorted({str(s) for s in State} - set(view.FINISHED))
@@ -296,33 +314,82 @@ def counts(visible_to: Actor | None = None) -> dict[str, Any]:
 
 
 CHUNK = 200
+# A status's first page: the merge below reads one page of every status before it yields
+# anything, and a page of CHUNK big entries each was most of the rows the board's opening
+# decoded and never used (720 read for 217 held at a million tasks).
+FIRST_CHUNK = 100
 
 
-def _newest_first(rows, statuses: list[str]) -> Iterator[tuple[str, Any, int]]:
-    """(task_id, entry, version) of `rows` in these statuses, newest change first, read
-    as far as the caller reads: one ordered walk of `viewtask_live` (in_view, status,
-    updated_at) per status, CHUNK rows at a time, merged. Why not one query ordered by
-    status rank: no index gives that order, so the database sorted every live row with
-    its entry before the first came out — 0.9 s for the board's opening snapshot with
-    55,000 open tasks (docs/production.md, "Scale"); this reads what the budget holds."""
+class _JSONAgg(Aggregate):
+    """The JSON array of a group's values: SQLite's json_group_array, PostgreSQL's
+    jsonb_agg."""
+
+    function = "JSON_GROUP_ARRAY"
+    output_field = JSONField()
+
+    def as_postgresql(self, compiler, connection, **extra):
+        return super().as_sql(compiler, connection, function="JSONB_AGG", **extra)
+
+
+def _pending_of_row() -> Subquery:
+    """A view row's pending input requests, as a JSON array of [interrupt id, request id,
+    reason, title] (NULL: none), read with the row: the board's window reads what its
+    budget holds, and so the requests of those rows only. (It read every pending request
+    first: 3,087 at a million tasks, 7 ms of the board's opening, for 217 tasks held.)"""
+    requests = (
+        Interrupt.objects.filter(PENDING, kind=Interrupt.Kind.INPUT_REQUEST)
+        .filter(task_id=OuterRef("task_id"))
+        .order_by()
+        .values("task_id")
+        .annotate(
+            found=_JSONAgg(
+                JSONArray("interrupt_id", "request_id", "reason", KT("content__request__title"))
+            )
+        )
+        .values("found")
+    )
+    return Subquery(requests, output_field=JSONField())
+
+
+def _newest_first(
+    rows, statuses: list[str]
+) -> Iterator[tuple[str, Any, int, list[tuple[str, dict]]]]:
+    """(task_id, entry, version, pending requests) of `rows` in these statuses, newest
+    change first, read as far as the caller reads: one ordered walk of `viewtask_live`
+    (in_view, status, updated_at) per status, a page at a time (FIRST_CHUNK rows, then
+    CHUNK), merged. Why not one query ordered by status rank: no index gives that order,
+    so the database sorted every live row with its entry before the first came out —
+    0.9 s for the board's opening snapshot with 55,000 open tasks (docs/production.md,
+    "Scale"); this reads what the budget holds."""
 
     def one(status: str) -> Iterator[tuple]:
-        qs = rows.filter(status=status).order_by("-updated_at", "-task_id")
-        after = None
+        qs = (
+            rows.filter(status=status)
+            .annotate(pending=_pending_of_row())
+            .order_by("-updated_at", "-task_id")
+        )
+        after, size = None, FIRST_CHUNK
         while True:
             page = qs
             if after is not None:  # keyset: the range first, so the index seeks to it
                 page = qs.filter(updated_at__lte=after[0]).filter(
                     Q(updated_at__lt=after[0]) | Q(updated_at=after[0], task_id__lt=after[1])
                 )
-            chunk = list(page.values_list("updated_at", "task_id", "entry", "version")[:CHUNK])
+            chunk = list(
+                page.values_list("updated_at", "task_id", "entry", "version", "pending")[:size]
+            )
             yield from chunk
-            if len(chunk) < CHUNK:
+            if len(chunk) < size:
                 return
-            after = chunk[-1][:2]
+            after, size = chunk[-1][:2], CHUNK
 
     merged = heapq.merge(*(one(s) for s in statuses), key=lambda r: (r[0], r[1]), reverse=True)
-    return ((task_id, entry, version) for _, task_id, entry, version in merged)
+    for _, task_id, entry, version, pending in merged:
+        mine = [
+            (iid, view.pending_entry(iid, task_id, request_id, reason, title))
+            for iid, request_id, reason, title in pending or ()
+        ]
+        yield task_id, entry, version, mine
 
 
 def entries_now(

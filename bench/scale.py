@@ -98,6 +98,15 @@ DEEP_PAGES = 20
 TIMELINE_ENTRIES = 2000
 
 
+
+def _meminfo(field: str) -> int:
+    """A /proc/meminfo figure in kB (0 where there is none)."""
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        name, _, rest = line.partition(":")
+        if name == field:
+            return int(rest.split()[0])
+    return 0
+
 def environment(args) -> dict[str, str]:
     """This process's and the server's environment; call before django.setup(). On
     PostgreSQL a fresh database `args.db`, or with --reuse the one a run with --keep-db
@@ -729,6 +738,12 @@ def main() -> int:
                     except DatabaseError as exc:
                         print(f"no CHECKPOINT: {exc}".strip())
                 print(f"VACUUM (ANALYZE), CHECKPOINT: {time.monotonic() - start:.0f} s")
+            # What the fill (and the vacuum) wrote reaches the disk before any call is timed:
+            # commits' fsyncs would otherwise queue behind the kernel's writeback of it.
+            dirty = _meminfo("Dirty")
+            start = time.monotonic()
+            os.sync()
+            print(f"sync: {dirty:,} kB dirty, written in {time.monotonic() - start:.1f} s")
             calls = operations(bench, prepared)
             print(
                 f"size {target:,} tasks (load average "
