@@ -607,6 +607,9 @@ class Projector:
             self.ended.notify_all()
 
     def _run(self) -> None:
+        # SQLite: this thread's passes wait at the writers' queue before new requests'
+        # transactions (dashboard/sqlite_backend: `write_priority`); ignored elsewhere
+        connection.write_priority = True
         with self.passing:
             try:
                 project_due()  # what a previous life of this process (or another) left

@@ -108,14 +108,19 @@ def test_a_forked_child_queues_on_a_descriptor_of_its_own(make_task):
     assert _queue_is_free()
 
 
-def _a_writer_waits_on_the_queue() -> bool:
-    """Whether a thread of this process sleeps in flock(2) on the queue file: the kernel
-    lists it in /proc/locks as a blocked request ("->", with the process's id)."""
-    inode = os.stat(f"{connection.settings_dict['NAME']}.writers").st_ino
+def _waiting_on(suffix: str) -> int:
+    """How many threads of this process sleep in flock(2) on the file beside the database
+    named `suffix`: the kernel lists each in /proc/locks as a blocked request ("->", with
+    the process's id)."""
+    inode = os.stat(f"{connection.settings_dict['NAME']}{suffix}").st_ino
     with open("/proc/locks") as locks:
-        return any(
+        return sum(
             "->" in line and f" {os.getpid()} " in line and f":{inode} " in line for line in locks
         )
+
+
+def _a_writer_waits_on_the_queue() -> bool:
+    return _waiting_on(".writers") > 0
 
 
 def test_a_write_outside_a_transaction_waits_its_turn_instead_of_failing(make_task):
@@ -147,4 +152,49 @@ def test_a_write_outside_a_transaction_waits_its_turn_instead_of_failing(make_ta
     writer.join(10)
     assert outcome.get("done") and "error" not in outcome, outcome
     assert Task.objects.get(pk=task.id).origin_title == "beat"
+    assert _queue_is_free()
+
+
+def test_the_projectors_writes_wait_at_the_queue_and_the_others_one_at_a_time(make_task):
+    """A connection marked `write_priority` (the AG-UI projector thread's) waits at the
+    queue itself; every other writer first waits at the gate, which lets one of them at a
+    time on to the queue. So a projection pass competes with the holder's successor only,
+    not with every request in flight (under load it queued behind sixteen sends'
+    transactions, and the live view fell behind: docs/production.md)."""
+    task = make_task("working")
+    release = threading.Event()
+    done: list[str] = []
+
+    def write(name: str, priority: bool = False) -> None:
+        try:
+            connection.write_priority = priority
+            with transaction.atomic():
+                Task.objects.filter(pk=task.id).update(origin_title=name)
+                done.append(name)
+        finally:
+            connection.close()
+
+    def hold() -> None:
+        try:
+            with transaction.atomic():
+                Task.objects.filter(pk=task.id).update(origin_title="holder")
+                release.wait(30)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    wait_for(lambda: not _queue_is_free(), 10)
+    writers = [threading.Thread(target=write, args=(f"request {i}",)) for i in range(4)]
+    for t in writers:
+        t.start()
+    wait_for(lambda: (_waiting_on(".writers"), _waiting_on(".writers-gate")) == (1, 3), 10)
+    projector = threading.Thread(target=write, args=("projector", True))
+    projector.start()
+    wait_for(lambda: _waiting_on(".writers") == 2, 10)  # at the queue, past the gate
+    assert _waiting_on(".writers-gate") == 3
+    release.set()
+    for t in [holder, *writers, projector]:
+        t.join(30)
+    assert sorted(done) == ["projector", *(f"request {i}" for i in range(4))]
     assert _queue_is_free()
