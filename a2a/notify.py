@@ -32,6 +32,7 @@ import os
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import async_to_sync
@@ -198,6 +199,20 @@ class _Relay:
         self.lock = threading.Lock()
         self.pid: int | None = None
         self.loops: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
+        # group → (loop, callback): called on that loop with each message of the group as
+        # it arrives, before the layer hands it on (`watch`)
+        self.watchers: dict[str, tuple[asyncio.AbstractEventLoop, Callable[[dict], None]]] = {}
+
+    def watch(self, group: str, callback: Callable[[dict], None] | None) -> None:
+        """Call `callback(message)` on the running loop for each of `group`'s messages from
+        other processes, as soon as this thread reads it (None: stop). For a reader whose
+        messages carry what it needs (agui.fanout: a poke's rows), not only a wake-up: the
+        layer's way to a Listener costs four turns of a busy event loop more."""
+        with self.lock:
+            if callback is None:
+                self.watchers.pop(group, None)
+            else:
+                self.watchers[group] = (asyncio.get_running_loop(), callback)
 
     def attach(self, layer: Any, loop: asyncio.AbstractEventLoop) -> None:
         with self.lock:
@@ -220,26 +235,33 @@ class _Relay:
                 payloads = inbox.wait(None)
             except (OSError, ValueError):  # the inbox was closed: the process is exiting
                 return
-            news: dict[str, dict[str, Any]] = {}
-            for payload in payloads:
-                try:
-                    item = json.loads(payload)
-                    group = str(item["group"])
-                    message = dict(item["message"])
-                except (ValueError, KeyError, TypeError):
-                    log.debug("ignored a malformed local wake-up: %r", payload[:200])
-                    continue
-                # Only news some Listener here waits for is handed to the loops: every
-                # commit of every process arrives here, and a hand-over wakes a busy
-                # loop. One that joins just after this check misses nothing (it reads
-                # the database after joining: `listened_here`).
-                if listened_here(layer, group):
-                    news[group] = message
-            for loop in list(self.loops):
-                if loop.is_closed():
-                    self.loops.discard(loop)
-                elif news and loop.is_running():
-                    asyncio.run_coroutine_threadsafe(_deliver(layer, news), loop)
+            self.dispatch(payloads, layer)
+
+    def dispatch(self, payloads: list[bytes], layer: Any) -> None:
+        """What the inbox read, to the watchers and to the layer's Listeners."""
+        news: dict[str, dict[str, Any]] = {}
+        for payload in payloads:
+            try:
+                item = json.loads(payload)
+                group = str(item["group"])
+                message = dict(item["message"])
+            except (ValueError, KeyError, TypeError):
+                log.debug("ignored a malformed local wake-up: %r", payload[:200])
+                continue
+            watcher = self.watchers.get(group)
+            if watcher is not None and not watcher[0].is_closed():
+                watcher[0].call_soon_threadsafe(watcher[1], message)
+            # Only news some Listener here waits for is handed to the loops: every
+            # commit of every process arrives here, and a hand-over wakes a busy
+            # loop. One that joins just after this check misses nothing (it reads
+            # the database after joining: `listened_here`).
+            if listened_here(layer, group):
+                news[group] = message
+        for loop in list(self.loops):
+            if loop.is_closed():
+                self.loops.discard(loop)
+            elif news and loop.is_running():
+                asyncio.run_coroutine_threadsafe(_deliver(layer, news), loop)
 
 
 async def _deliver(layer: Any, news: dict[str, dict[str, Any]]) -> None:
@@ -307,6 +329,9 @@ class Listener:
         self.joined = False
         self.retry_at = 0.0
         self.rejoin_at = 0.0
+        # The message the last wait that returned True received (a poke may carry data:
+        # agui.projector.poke's rows)
+        self.message: dict[str, Any] | None = None
         # The receive in flight: kept across waits that time out, so a message that arrives
         # between two waits is held for the next (the pub/sub layer keeps none for a
         # channel nobody receives on, and a cancelled receive there drops the channel).
@@ -364,7 +389,7 @@ class Listener:
             return False  # the receive stays pending for the next wait
         received, self.receiving = self.receiving, None
         try:
-            received.result()
+            self.message = received.result()
             return True
         except Exception as exc:  # Redis went away: poll until it is back
             log.warning("lost the channel layer (%s); polling meanwhile: %s", self.group, exc)

@@ -42,6 +42,7 @@ view's lag notice (agui/fanout.py) and the benches show it.
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import logging
 import threading
@@ -296,6 +297,9 @@ def _runs(tasks: list[Task]) -> dict[str, str]:
 
 def _pass(task_ids: list[str], wait: bool) -> list[str]:
     """One transaction: project every task of `task_ids` this pass can hold; returns them."""
+    # A pass of its own commits its rows as they are: its poke may carry them. One inside
+    # a caller's transaction commits with it, and what that does meanwhile is unknown.
+    carry = not connection.in_atomic_block
     with transaction.atomic():
         held = _claim(task_ids, wait)
         if not held:
@@ -333,7 +337,7 @@ def _pass(task_ids: list[str], wait: bool) -> list[str]:
         if before_commit is not None:
             before_commit(held)
         if rows:
-            transaction.on_commit(projector.poke)
+            transaction.on_commit(functools.partial(projector.poke, rows if carry else ()))
     return held
 
 

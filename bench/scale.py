@@ -98,7 +98,6 @@ DEEP_PAGES = 20
 TIMELINE_ENTRIES = 2000
 
 
-
 def _meminfo(field: str) -> int:
     """A /proc/meminfo figure in kB (0 where there is none)."""
     for line in Path("/proc/meminfo").read_text().splitlines():
@@ -106,6 +105,7 @@ def _meminfo(field: str) -> int:
         if name == field:
             return int(rest.split()[0])
     return 0
+
 
 def environment(args) -> dict[str, str]:
     """This process's and the server's environment; call before django.setup(). On
