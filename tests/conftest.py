@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 from asgiref.sync import SyncToAsync
-from django.db import connection, connections
+from django.db import connection, connections, transaction
 
 from a2a import api_keys, services
 from a2a.lifecycle import State
@@ -37,6 +37,34 @@ CLIENT = services.Actor("client", "test", tenant="key:test-client")
 # client it makes (the CA bundle parsed: 20-28 ms of CPU), though the suite's clients speak
 # plain HTTP to its own servers: a sixth of this process's CPU in tests/a2a (py-spy).
 LOCAL_TLS = httpx.create_ssl_context()
+
+
+@contextlib.contextmanager
+def statements() -> Iterator[list[tuple[str, Any]]]:
+    """The statements this thread's connection runs inside the block, with the parameters
+    the driver gets (a plan is then read with them: `query_plan`)."""
+    seen: list[tuple[str, Any]] = []
+
+    def note(execute, sql, params, many, context):
+        seen.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(note):
+        yield seen
+
+
+def query_plan(sql: str, params: Any = None) -> str:
+    """The plan of `sql` as one line: EXPLAIN on PostgreSQL, with sequential and bitmap
+    scans off (the tests' handful of rows would have the planner read the table whatever
+    indexes there are), EXPLAIN QUERY PLAN on SQLite."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SET LOCAL enable_seqscan = off")
+            cursor.execute("SET LOCAL enable_bitmapscan = off")
+            cursor.execute("EXPLAIN " + sql, params or None)
+            return " ".join(str(row[0]) for row in cursor.fetchall())
+        cursor.execute("EXPLAIN QUERY PLAN " + sql, params or None)
+        return " ".join(str(row[-1]) for row in cursor.fetchall())
 
 
 def local_http(**kwargs: Any) -> httpx.Client:

@@ -6,13 +6,13 @@ the index's, so a change to how either renders shows up here, not as a slow page
 from __future__ import annotations
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from a2a import services
 from a2a.models import API_ACTION_KINDS
 from dashboard.selectors import API_EVENT_ACTIONS, audit_entries
-from tests.conftest import user_message
+from tests.conftest import query_plan, statements, user_message
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -36,15 +36,6 @@ def actions():
         services.cancel_task(task.id, actor=key, reason="api cancel")
 
 
-def plan(sql: str) -> str:
-    with connection.cursor() as cursor:
-        # a handful of rows: left to itself the planner reads the table, or any index
-        cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute("SET LOCAL enable_bitmapscan = off")
-        cursor.execute("EXPLAIN " + sql)
-        return "\n".join(str(row) for row in cursor.fetchall())
-
-
 def test_the_audit_lists_exactly_the_actions_the_index_holds():
     assert set(API_EVENT_ACTIONS) == set(API_ACTION_KINDS)
 
@@ -57,9 +48,8 @@ def test_the_audit_reads_api_actions_from_their_partial_index(actions, query):
     assert found.rows  # the filters match something: the plans below read real rows
     events = [q["sql"] for q in seen.captured_queries if '"a2a_taskevent"' in q["sql"]]
     assert len(events) == 2  # the count and the page
-    with transaction.atomic():
-        for sql in events:  # psycopg binds client-side: the values in place, as the server saw them
-            assert "event_api_" in plan(sql), (sql, plan(sql))
+    for sql in events:  # psycopg binds client-side: the values in place, as the server saw them
+        assert "event_api_" in query_plan(sql), (sql, query_plan(sql))
 
 
 def test_on_sqlite_the_audit_counts_api_actions_from_kind_and_actor(actions):
@@ -67,17 +57,9 @@ def test_on_sqlite_the_audit_counts_api_actions_from_kind_and_actor(actions):
     only (a2a 0015), not every event of the four kinds and then their rows."""
     if connection.vendor != "sqlite":
         pytest.skip("SQLite's index (a2a 0015)")
-    seen = []
-
-    def note(execute, sql, params, many, context):
-        seen.append((sql, params))
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(note):
+    with statements() as seen:
         found = audit_entries({})
     assert found.total == 6  # three pauses and three cancels by the key
     count = next(s for s in seen if "COUNT(" in s[0] and '"a2a_taskevent"' in s[0])
-    with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN QUERY PLAN " + count[0], count[1])
-        steps = " ".join(str(row[-1]) for row in cursor.fetchall())
+    steps = query_plan(*count)
     assert "COVERING INDEX event_kind_actor_sqlite" in steps

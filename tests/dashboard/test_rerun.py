@@ -12,7 +12,7 @@ from a2a import services, skills
 from a2a.models import Task
 from a2a.runtime.models import StepRecord
 from dashboard.models import AuditEntry
-from tests.conftest import AGENT, CLIENT, user_message
+from tests.conftest import AGENT, CLIENT, query_plan, statements, user_message
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -160,27 +160,12 @@ def test_the_page_reads_a_tasks_reruns_from_the_partial_index(op, make_task):
     """The task page's "Re-run as …" reads `task_rerun_of`, which holds re-runs only (a2a
     0016): on the whole-column index of a million NULLs SQLite's planner, after ANALYZE,
     scanned every task instead (32 ms at 100,000 tasks, bench/scale.py)."""
-    from django.db import connection, transaction
-
     original = make_task("working")
     services.cancel_task(original.id, actor=CLIENT, reason="again")
     assert op.post(f"/tasks/{original.id}/rerun").status_code == 302
-    seen: list[tuple[str, tuple]] = []
-
-    def note(execute, sql, params, many, context):
-        seen.append((sql, params))
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(note):
+    with statements() as seen:
         page = op.get(f"/tasks/{original.id}").content.decode()
     assert "Re-run as" in page
     (sql, params), *_ = [s for s in seen if '"a2a_task"."rerun_of_id" =' in s[0]]
-    with transaction.atomic(), connection.cursor() as cursor:
-        if connection.vendor == "postgresql":  # a handful of rows: the planner would scan
-            cursor.execute("SET LOCAL enable_seqscan = off")
-            cursor.execute("SET LOCAL enable_bitmapscan = off")
-            cursor.execute("EXPLAIN " + sql, params)
-        else:
-            cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
-        plan = " ".join(str(row[-1]) for row in cursor.fetchall())
+    plan = query_plan(sql, params)
     assert "task_rerun_of" in plan, plan
