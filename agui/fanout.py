@@ -481,7 +481,7 @@ class Tailer:
         """Wake the loop on each poke. No layer error ends this (it used to, and then the
         Tailer never heard Redis again): the Listener polls through an outage and re-joins
         after it, waking us once then to catch up on the pokes Redis lost."""
-        news = Listener(VIEW_GROUP)
+        news = Listener(VIEW_GROUP, on_message=lambda message: self.hand(message.get("rows")))
         if news.layer is None:
             return
         try:
@@ -490,8 +490,7 @@ class Tailer:
             # local wake-ups): their rows reach the sockets without the Listener's hops
             relay.watch(VIEW_GROUP, lambda message: self.hand(message.get("rows")))
             while True:
-                if await news.wait(LISTEN_SECONDS):
-                    self.hand((news.message or {}).get("rows"))
+                if await news.wait(LISTEN_SECONDS):  # its rows were handed (`on_message`)
                     self.wake.set()
         finally:
             relay.watch(VIEW_GROUP, None)
