@@ -198,3 +198,14 @@ def test_the_projectors_writes_wait_at_the_queue_and_the_others_one_at_a_time(ma
         t.join(30)
     assert sorted(done) == ["projector", *(f"request {i}" for i in range(4))]
     assert _queue_is_free()
+
+
+def test_the_database_is_read_through_a_memory_map():
+    """Reads of pages past SQLite's own small cache come from the mapped file, not a read()
+    each: without it a call's cost grew with the database (dashboard/settings.py)."""
+    from dashboard.settings import SQLITE_MMAP_BYTES
+
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA mmap_size")
+        (mapped,) = cursor.fetchone()
+    assert 0 < mapped <= SQLITE_MMAP_BYTES
