@@ -112,6 +112,19 @@ class DatabaseWrapper(base.DatabaseWrapper):
             fcntl.flock(gate, fcntl.LOCK_UN)
         return fd
 
+    def writers_busy(self) -> bool:
+        """Does another connection hold the queue now? (The AG-UI projector asks, to let
+        a busy moment's changes gather into its next pass: agui/projection.py.)"""
+        fd = self._queue()
+        if fd is None or self._queued:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+
     def _gate(self) -> int:
         if self._gate_fd is not None and self._gate_pid != os.getpid():
             os.close(self._gate_fd)  # inherited through fork(), as `_queue` says

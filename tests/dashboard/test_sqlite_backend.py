@@ -209,3 +209,34 @@ def test_the_database_is_read_through_a_memory_map():
         cursor.execute("PRAGMA mmap_size")
         (mapped,) = cursor.fetchone()
     assert 0 < mapped <= SQLITE_MMAP_BYTES
+
+
+def test_a_connection_can_tell_another_holds_the_queue(make_task):
+    """What the AG-UI projector asks before a pass (agui/projection.py): another
+    connection's transaction holds the queue; its own does not count, nor a free queue."""
+    task = make_task("working")
+    entered, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        try:
+            with transaction.atomic():
+                Task.objects.filter(pk=task.id).update(origin_title="holder")
+                entered.set()
+                release.wait(30)
+        finally:
+            connection.close()
+
+    assert not connection.writers_busy()
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert entered.wait(10)
+        assert connection.writers_busy()
+    finally:
+        release.set()
+        holder.join(30)
+    assert not connection.writers_busy()
+    with transaction.atomic():
+        Task.objects.filter(pk=task.id).update(origin_title="mine")
+        assert not connection.writers_busy()  # its own transaction
+    assert _queue_is_free()
