@@ -203,16 +203,19 @@ class _Relay:
         # it arrives, before the layer hands it on (`watch`)
         self.watchers: dict[str, tuple[asyncio.AbstractEventLoop, Callable[[dict], None]]] = {}
 
-    def watch(self, group: str, callback: Callable[[dict], None] | None) -> None:
+    def watch(self, group: str, callback: Callable[[dict], None]) -> None:
         """Call `callback(message)` on the running loop for each of `group`'s messages from
-        other processes, as soon as this thread reads it (None: stop). For a reader whose
-        messages carry what it needs (agui.fanout: a poke's rows), not only a wake-up: the
-        layer's way to a Listener costs four turns of a busy event loop more."""
+        other processes, as soon as this thread reads it. For a reader whose messages
+        carry what it needs (agui.fanout: a poke's rows), not only a wake-up: the layer's
+        way to a Listener costs four turns of a busy event loop more."""
         with self.lock:
-            if callback is None:
-                self.watchers.pop(group, None)
-            else:
-                self.watchers[group] = (asyncio.get_running_loop(), callback)
+            self.watchers[group] = (asyncio.get_running_loop(), callback)
+
+    def unwatch(self, group: str, callback: Callable[[dict], None]) -> None:
+        """Stop calling `callback`; a callback that replaced it since stays."""
+        with self.lock:
+            if self.watchers.get(group, (None, None))[1] is callback:
+                del self.watchers[group]
 
     def attach(self, layer: Any, loop: asyncio.AbstractEventLoop) -> None:
         with self.lock:

@@ -481,19 +481,23 @@ class Tailer:
         """Wake the loop on each poke. No layer error ends this (it used to, and then the
         Tailer never heard Redis again): the Listener polls through an outage and re-joins
         after it, waking us once then to catch up on the pokes Redis lost."""
-        news = Listener(VIEW_GROUP, on_message=lambda message: self.hand(message.get("rows")))
+
+        def heard(message: dict) -> None:
+            self.hand(message.get("rows"))
+
+        news = Listener(VIEW_GROUP, on_message=heard)
         if news.layer is None:
             return
         try:
             await news.join()
             # other processes' pokes, as the relay reads them (the in-memory layer's
             # local wake-ups): their rows reach the sockets without the Listener's hops
-            relay.watch(VIEW_GROUP, lambda message: self.hand(message.get("rows")))
+            relay.watch(VIEW_GROUP, heard)
             while True:
                 if await news.wait(LISTEN_SECONDS):  # its rows were handed (`on_message`)
                     self.wake.set()
         finally:
-            relay.watch(VIEW_GROUP, None)
+            relay.unwatch(VIEW_GROUP, heard)  # not a later Tailer's
             await news.leave()
 
 

@@ -105,15 +105,19 @@ def test_a_pass_inside_a_callers_transaction_pokes_without_rows(make_task, pokes
 async def test_the_relay_calls_a_watcher_with_another_processs_message_on_its_loop():
     heard: asyncio.Queue = asyncio.Queue()
     loop = asyncio.get_running_loop()
-    notify.relay.watch(
-        "agui-test", lambda message: heard.put_nowait((message, threading.get_ident()))
-    )
+
+    def watcher(message: dict) -> None:
+        heard.put_nowait((message, threading.get_ident()))
+
+    notify.relay.watch("agui-test", watcher)
     try:
         payload = json.dumps({"group": "agui-test", "message": {"rows": [[1, "t", 2]]}}).encode()
         # as the relay's thread does with what its inbox read
         await loop.run_in_executor(None, notify.relay.dispatch, [payload], None)
         message, thread = await asyncio.wait_for(heard.get(), 10)
         assert message == {"rows": [[1, "t", 2]]} and thread == threading.get_ident()
+        notify.relay.unwatch("agui-test", lambda message: None)  # not the watcher: stays
+        assert "agui-test" in notify.relay.watchers
     finally:
-        notify.relay.watch("agui-test", None)
+        notify.relay.unwatch("agui-test", watcher)
     assert "agui-test" not in notify.relay.watchers
