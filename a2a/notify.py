@@ -32,7 +32,6 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import async_to_sync
@@ -199,23 +198,6 @@ class _Relay:
         self.lock = threading.Lock()
         self.pid: int | None = None
         self.loops: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
-        # group → (loop, callback): called on that loop with each message of the group as
-        # it arrives, before the layer hands it on (`watch`)
-        self.watchers: dict[str, tuple[asyncio.AbstractEventLoop, Callable[[dict], None]]] = {}
-
-    def watch(self, group: str, callback: Callable[[dict], None]) -> None:
-        """Call `callback(message)` on the running loop for each of `group`'s messages from
-        other processes, as soon as this thread reads it. For a reader whose messages
-        carry what it needs (agui.fanout: a poke's rows), not only a wake-up: the layer's
-        way to a Listener costs four turns of a busy event loop more."""
-        with self.lock:
-            self.watchers[group] = (asyncio.get_running_loop(), callback)
-
-    def unwatch(self, group: str, callback: Callable[[dict], None]) -> None:
-        """Stop calling `callback`; a callback that replaced it since stays."""
-        with self.lock:
-            if self.watchers.get(group, (None, None))[1] is callback:
-                del self.watchers[group]
 
     def attach(self, layer: Any, loop: asyncio.AbstractEventLoop) -> None:
         with self.lock:
@@ -238,33 +220,26 @@ class _Relay:
                 payloads = inbox.wait(None)
             except (OSError, ValueError):  # the inbox was closed: the process is exiting
                 return
-            self.dispatch(payloads, layer)
-
-    def dispatch(self, payloads: list[bytes], layer: Any) -> None:
-        """What the inbox read, to the watchers and to the layer's Listeners."""
-        news: dict[str, dict[str, Any]] = {}
-        for payload in payloads:
-            try:
-                item = json.loads(payload)
-                group = str(item["group"])
-                message = dict(item["message"])
-            except (ValueError, KeyError, TypeError):
-                log.debug("ignored a malformed local wake-up: %r", payload[:200])
-                continue
-            watcher = self.watchers.get(group)
-            if watcher is not None and not watcher[0].is_closed():
-                watcher[0].call_soon_threadsafe(watcher[1], message)
-            # Only news some Listener here waits for is handed to the loops: every
-            # commit of every process arrives here, and a hand-over wakes a busy
-            # loop. One that joins just after this check misses nothing (it reads
-            # the database after joining: `listened_here`).
-            if listened_here(layer, group):
-                news[group] = message
-        for loop in list(self.loops):
-            if loop.is_closed():
-                self.loops.discard(loop)
-            elif news and loop.is_running():
-                asyncio.run_coroutine_threadsafe(_deliver(layer, news), loop)
+            news: dict[str, dict[str, Any]] = {}
+            for payload in payloads:
+                try:
+                    item = json.loads(payload)
+                    group = str(item["group"])
+                    message = dict(item["message"])
+                except (ValueError, KeyError, TypeError):
+                    log.debug("ignored a malformed local wake-up: %r", payload[:200])
+                    continue
+                # Only news some Listener here waits for is handed to the loops: every
+                # commit of every process arrives here, and a hand-over wakes a busy
+                # loop. One that joins just after this check misses nothing (it reads
+                # the database after joining: `listened_here`).
+                if listened_here(layer, group):
+                    news[group] = message
+            for loop in list(self.loops):
+                if loop.is_closed():
+                    self.loops.discard(loop)
+                elif news and loop.is_running():
+                    asyncio.run_coroutine_threadsafe(_deliver(layer, news), loop)
 
 
 async def _deliver(layer: Any, news: dict[str, dict[str, Any]]) -> None:
@@ -325,13 +300,9 @@ class Listener:
     re-reads.
     """
 
-    def __init__(self, group: str, on_message: Callable[[dict], None] | None = None) -> None:
+    def __init__(self, group: str) -> None:
         self.layer = get_channel_layer()
         self.group = group
-        # called with each message as its receive completes, before `wait` returns: a
-        # reader whose messages carry what it needs (agui.fanout: a poke's rows) gets them
-        # two turns of a busy event loop sooner than through `wait` and its caller
-        self.on_message = on_message
         self.channel: str | None = None
         self.joined = False
         self.retry_at = 0.0
@@ -384,8 +355,6 @@ class Listener:
         deadline = loop.time() + timeout
         if self.receiving is None:
             self.receiving = asyncio.ensure_future(self.layer.receive(self.channel))
-            if self.on_message is not None:
-                self.receiving.add_done_callback(self._heard)
         try:
             done, _ = await asyncio.wait({self.receiving}, timeout=timeout)
         except asyncio.CancelledError:  # the waiter went away: so does its receive
@@ -403,14 +372,6 @@ class Listener:
             self.retry_at = loop.time() + RETRY_SECONDS
             await asyncio.sleep(max(0.0, min(deadline, self.retry_at) - loop.time()))
             return False
-
-    def _heard(self, received: asyncio.Future) -> None:
-        if self.on_message is None or received.cancelled() or received.exception() is not None:
-            return  # `wait` deals with a failed receive
-        try:
-            self.on_message(received.result())
-        except Exception:  # the reader's own bug must not end the Listener
-            log.exception("a Listener's message callback failed (%s)", self.group)
 
     def _stop_receiving(self) -> None:
         if self.receiving is not None:

@@ -66,7 +66,7 @@ from django.db import (
     connections,
 )
 
-from a2a.notify import Listener, relay
+from a2a.notify import Listener
 from agui import projection, retention, selectors
 from agui.models import AguiEvent, LogRetention
 from agui.projector import TEXT, VIEW_GROUP
@@ -280,9 +280,6 @@ class Tailer:
         self.horizon = 0  # the retention's horizon as this Tailer last read it
         self.seen: deque[int] = deque(maxlen=WINDOW * 4)
         self.seen_set: set[int] = set()
-        # ids handed from pokes and not read yet (`hand`), oldest first: the read hands
-        # the sockets the rest of what it reads
-        self.handed: dict[int, None] = {}
         self.lag_read_at = float("-inf")  # time.monotonic() of the last lag reading
         self.lagging = False  # the sockets were last told of a lag over the notice
         self.counts_read_at = float("-inf")  # time.monotonic() of the last counts reading
@@ -378,10 +375,9 @@ class Tailer:
                 for row in fresh:
                     self._see(row[0])
                     self.cursor = max(self.cursor, row[0])
-                unhanded = [r for r in fresh if self.handed.pop(r[0], True)]
-                if unhanded:
+                if fresh:
                     for queue in list(self.queues):
-                        queue.put_nowait(unhanded)  # unbounded; a socket far behind resyncs
+                        queue.put_nowait(fresh)  # unbounded; a socket far behind resyncs
                 self.counts_due = self.counts_due or bool(fresh)
                 if self.notices is None or self.notices.done():
                     self.notices = asyncio.ensure_future(self._tell())
@@ -442,33 +438,6 @@ class Tailer:
         for queue in list(self.queues):
             queue.put_nowait(notice)
 
-    def hand(self, carried: list[list[Any]] | None) -> None:
-        """The rows a poke carried (agui.projector.poke: committed, as [id, task id,
-        version, type, event]), handed to every socket now, before the read the poke also
-        asks for. The cursor, the rows seen and the retention's horizon stay the read's
-        alone (a cursor moved past rows not read yet would hide their deletion, and leave
-        them behind the window): the read reads these rows too, and only leaves them out of
-        what it hands over (`handed`; should one be forgotten, a socket drops it by
-        version). The read still finds any row of a commit whose poke carried none, or was
-        lost."""
-        if not carried or not self.queues:
-            return
-        rows = encoded(
-            [
-                tuple(row)
-                for row in carried
-                if row[3] != TEXT and row[0] not in self.seen_set and row[0] not in self.handed
-            ]
-        )
-        if not rows:
-            return
-        for row in rows:
-            self.handed[row[0]] = None
-        while len(self.handed) > WINDOW * 4:  # the read is far behind: forget the oldest
-            del self.handed[next(iter(self.handed))]
-        for queue in list(self.queues):
-            queue.put_nowait(rows)
-
     def _see(self, row_id: int) -> None:
         if row_id in self.seen_set:
             return
@@ -481,23 +450,15 @@ class Tailer:
         """Wake the loop on each poke. No layer error ends this (it used to, and then the
         Tailer never heard Redis again): the Listener polls through an outage and re-joins
         after it, waking us once then to catch up on the pokes Redis lost."""
-
-        def heard(message: dict) -> None:
-            self.hand(message.get("rows"))
-
-        news = Listener(VIEW_GROUP, on_message=heard)
+        news = Listener(VIEW_GROUP)
         if news.layer is None:
             return
         try:
             await news.join()
-            # other processes' pokes, as the relay reads them (the in-memory layer's
-            # local wake-ups): their rows reach the sockets without the Listener's hops
-            relay.watch(VIEW_GROUP, heard)
             while True:
-                if await news.wait(LISTEN_SECONDS):  # its rows were handed (`on_message`)
+                if await news.wait(LISTEN_SECONDS):
                     self.wake.set()
         finally:
-            relay.unwatch(VIEW_GROUP, heard)  # not a later Tailer's
             await news.leave()
 
 

@@ -42,7 +42,6 @@ view's lag notice (agui/fanout.py) and the benches show it.
 from __future__ import annotations
 
 import atexit
-import functools
 import json
 import logging
 import threading
@@ -75,16 +74,6 @@ BEHIND_SECONDS = 0.2  # a change that waited this long for the projector thread:
 BEHIND_WAIT_SECONDS = 0.5  # the most a writer then waits for the thread's pass of its change
 EXIT_SECONDS = 2.0  # a process that exits projects what it has not yet, this long at most
 FRESH_SECONDS = 1.0  # a connection used this recently is taken as alive, without a ping
-COALESCE_SECONDS = 0.025  # SQLite, its writers' queue busy: passes at most this often
-
-
-def writers_busy() -> bool:
-    """Does another writer hold SQLite's writers' queue now (dashboard/sqlite_backend)?
-    False on PostgreSQL, which has no such queue."""
-    busy = getattr(connection, "writers_busy", None)
-    return bool(busy and busy())
-
-
 # A task whose pass failed (an event it cannot project, a database error) rests this long
 # before the sweep tries it again, twice as long after each failure, up to RETRY_MAX_SECONDS:
 # the sweep runs at every scheduler tick, and must neither log a failure four times a second
@@ -307,9 +296,6 @@ def _runs(tasks: list[Task]) -> dict[str, str]:
 
 def _pass(task_ids: list[str], wait: bool) -> list[str]:
     """One transaction: project every task of `task_ids` this pass can hold; returns them."""
-    # A pass of its own commits its rows as they are: its poke may carry them. One inside
-    # a caller's transaction commits with it, and what that does meanwhile is unknown.
-    carry = not connection.in_atomic_block
     with transaction.atomic():
         held = _claim(task_ids, wait)
         if not held:
@@ -347,7 +333,7 @@ def _pass(task_ids: list[str], wait: bool) -> list[str]:
         if before_commit is not None:
             before_commit(held)
         if rows:
-            transaction.on_commit(functools.partial(projector.poke, rows if carry else ()))
+            transaction.on_commit(projector.poke)
     return held
 
 
@@ -621,9 +607,6 @@ class Projector:
             self.ended.notify_all()
 
     def _run(self) -> None:
-        # SQLite: this thread's passes wait at the writers' queue before new requests'
-        # transactions (dashboard/sqlite_backend: `write_priority`); ignored elsewhere
-        connection.write_priority = True
         with self.passing:
             try:
                 project_due()  # what a previous life of this process (or another) left
@@ -634,16 +617,6 @@ class Projector:
         while True:
             self.woken.wait()
             self.woken.clear()
-            # SQLite, the writers' queue busy and this thread's last pass less than
-            # COALESCE_SECONDS ago (this process writes a stream of changes): let that
-            # much time pass since it, so this pass takes the changes that came meanwhile
-            # (it then goes ahead of the requests waiting at the queue: `write_priority`,
-            # above). Going ahead at once made passes of a change or two: blocking sends
-            # 163 → 130 a second. A lone change (a worker's step, an operator's action) is
-            # projected at once.
-            since = time.monotonic() - passed_at
-            if since < COALESCE_SECONDS and writers_busy():
-                time.sleep(COALESCE_SECONDS - since)
             with self.passing:
                 ids = self.take()
                 if not ids:

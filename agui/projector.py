@@ -23,7 +23,6 @@ no change of the task can follow its eviction.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -602,22 +601,8 @@ def _close(interrupt: Interrupt, ops: list | None, at) -> None:
         ops.append({"op": "remove", "path": view.pending_path(interrupt.interrupt_id)})
 
 
-POKE_ROWS_BYTES = 32 * 1024  # a pass's rows ride on its poke up to this size (JSON)
-
-
-def poke(rows: list[AguiEvent] = ()) -> None:
-    """After commit: wake every process's Tailer, with the pass's rows (those sockets get,
-    as [id, task id, version, type, event]) when they are small enough: a Tailer hands
-    them over as it hears the poke, without reading them back first (agui.fanout: the
-    read was a third of commit -> STATE_DELTA under load). Bounded like an announcement (a
-    frozen Redis must not hold the writer; a2a.notify.send): a lost poke only means the
-    Tailers find the rows on their next poll; a poke without its rows, on their next read."""
-    message: dict[str, Any] = {"type": "agui.poke"}
-    carried = [
-        [r.pk, r.task_id, r.version, r.type, r.event]
-        for r in rows
-        if r.type != TEXT and r.pk is not None
-    ]
-    if carried and len(json.dumps(carried, separators=(",", ":"))) <= POKE_ROWS_BYTES:
-        message["rows"] = carried
-    notify.send(VIEW_GROUP, message)
+def poke() -> None:
+    """After commit: wake every process's Tailer. Bounded like an announcement (a frozen
+    Redis must not hold the writer; a2a.notify.send): a lost poke only means the Tailers
+    find the rows on their next poll."""
+    notify.send(VIEW_GROUP, {"type": "agui.poke"})

@@ -61,8 +61,6 @@ class QueuedCursorWrapper(base.SQLiteCursorWrapper):
 class DatabaseWrapper(base.DatabaseWrapper):
     _queue_fd: int | None = None
     _queue_pid = 0
-    _gate_fd: int | None = None  # the gate before the queue (`_take_turn`)
-    _gate_pid = 0
     _queued = False
 
     def _queue(self) -> int | None:
@@ -88,55 +86,15 @@ class DatabaseWrapper(base.DatabaseWrapper):
         statement, or None. Reads pay one regex match."""
         if self._queued or not _WRITE.match(query):
             return None
-        return self._take_turn()
-
-    def _take_turn(self) -> int | None:
-        """Wait for the queue and take it; the descriptor to unlock, or None (in memory).
-        A connection marked `write_priority` (the AG-UI projector's: a pass is short and
-        keeps the live view close to the log) waits at the queue itself; every other one
-        first queues at the gate, which lets one of them at a time wait at the queue — so
-        a priority writer waits for the holder and at most one other writer, not for every
-        request in flight (under bench/agui_fanout.py --load 16, the projection's pass
-        queued behind 16 sends' transactions: commit → in the view p99 50 ms)."""
         fd = self._queue()
-        if fd is None:
-            return None
-        if getattr(self, "write_priority", False):
-            fcntl.flock(fd, fcntl.LOCK_EX)  # blocks with the GIL released
-            return fd
-        gate = self._gate()
-        fcntl.flock(gate, fcntl.LOCK_EX)
-        try:
+        if fd is not None:
             fcntl.flock(fd, fcntl.LOCK_EX)
-        finally:
-            fcntl.flock(gate, fcntl.LOCK_UN)
         return fd
 
-    def writers_busy(self) -> bool:
-        """Does another connection hold the queue now? (The AG-UI projector asks, to let
-        a busy moment's changes gather into its next pass: agui/projection.py.)"""
-        fd = self._queue()
-        if fd is None or self._queued:
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-
-    def _gate(self) -> int:
-        if self._gate_fd is not None and self._gate_pid != os.getpid():
-            os.close(self._gate_fd)  # inherited through fork(), as `_queue` says
-            self._gate_fd = None
-        if self._gate_fd is None:
-            path = f"{self.settings_dict['NAME']}.writers-gate"
-            self._gate_fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            self._gate_pid = os.getpid()
-        return self._gate_fd
-
     def _start_transaction_under_autocommit(self) -> None:
-        if self._take_turn() is not None:
+        fd = self._queue()
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # blocks with the GIL released
             self._queued = True
         try:
             super()._start_transaction_under_autocommit()
@@ -170,6 +128,3 @@ class DatabaseWrapper(base.DatabaseWrapper):
             if self._queue_fd is not None:
                 os.close(self._queue_fd)  # a parent's lock is not released by a child's close
                 self._queue_fd = None
-            if self._gate_fd is not None:
-                os.close(self._gate_fd)
-                self._gate_fd = None

@@ -123,22 +123,3 @@ def test_a_lost_redis_subscription_is_logged_as_one_warning_line():
     bug = _record(KeyError("channel"))
     assert RedisOutage().filter(bug)
     assert bug.levelname == "ERROR" and bug.exc_info is not None
-
-
-@pytest.mark.asyncio
-async def test_a_listeners_callback_gets_each_message_before_its_wait_returns(our_redis):
-    """`on_message` (agui.fanout's poke rows) is called with what the group was sent, on
-    the real pub/sub layer, by the time the wait that received it returns."""
-    config = redis_channel_layers(our_redis.url)["default"]
-    layer = import_string(config["BACKEND"])(**config["CONFIG"])
-    heard: list[dict] = []
-    listener = notify.Listener("agui-view-x", on_message=heard.append)
-    listener.layer = layer
-    try:
-        assert await listener.join()
-        await layer.group_send("agui-view-x", {"type": "agui.poke", "rows": [[1, "t", 2]]})
-        assert await listener.wait(10) is True
-        assert heard == [{"type": "agui.poke", "rows": [[1, "t", 2]]}]
-    finally:
-        await listener.leave()
-        await layer.flush()

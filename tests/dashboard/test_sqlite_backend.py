@@ -108,19 +108,14 @@ def test_a_forked_child_queues_on_a_descriptor_of_its_own(make_task):
     assert _queue_is_free()
 
 
-def _waiting_on(suffix: str) -> int:
-    """How many threads of this process sleep in flock(2) on the file beside the database
-    named `suffix`: the kernel lists each in /proc/locks as a blocked request ("->", with
-    the process's id)."""
-    inode = os.stat(f"{connection.settings_dict['NAME']}{suffix}").st_ino
+def _a_writer_waits_on_the_queue() -> bool:
+    """Whether a thread of this process sleeps in flock(2) on the queue file: the kernel
+    lists it in /proc/locks as a blocked request ("->", with the process's id)."""
+    inode = os.stat(f"{connection.settings_dict['NAME']}.writers").st_ino
     with open("/proc/locks") as locks:
-        return sum(
+        return any(
             "->" in line and f" {os.getpid()} " in line and f":{inode} " in line for line in locks
         )
-
-
-def _a_writer_waits_on_the_queue() -> bool:
-    return _waiting_on(".writers") > 0
 
 
 def test_a_write_outside_a_transaction_waits_its_turn_instead_of_failing(make_task):
@@ -155,51 +150,6 @@ def test_a_write_outside_a_transaction_waits_its_turn_instead_of_failing(make_ta
     assert _queue_is_free()
 
 
-def test_the_projectors_writes_wait_at_the_queue_and_the_others_one_at_a_time(make_task):
-    """A connection marked `write_priority` (the AG-UI projector thread's) waits at the
-    queue itself; every other writer first waits at the gate, which lets one of them at a
-    time on to the queue. So a projection pass competes with the holder's successor only,
-    not with every request in flight (under load it queued behind sixteen sends'
-    transactions, and the live view fell behind: docs/production.md)."""
-    task = make_task("working")
-    release = threading.Event()
-    done: list[str] = []
-
-    def write(name: str, priority: bool = False) -> None:
-        try:
-            connection.write_priority = priority
-            with transaction.atomic():
-                Task.objects.filter(pk=task.id).update(origin_title=name)
-                done.append(name)
-        finally:
-            connection.close()
-
-    def hold() -> None:
-        try:
-            with transaction.atomic():
-                Task.objects.filter(pk=task.id).update(origin_title="holder")
-                release.wait(30)
-        finally:
-            connection.close()
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    wait_for(lambda: not _queue_is_free(), 10)
-    writers = [threading.Thread(target=write, args=(f"request {i}",)) for i in range(4)]
-    for t in writers:
-        t.start()
-    wait_for(lambda: (_waiting_on(".writers"), _waiting_on(".writers-gate")) == (1, 3), 10)
-    projector = threading.Thread(target=write, args=("projector", True))
-    projector.start()
-    wait_for(lambda: _waiting_on(".writers") == 2, 10)  # at the queue, past the gate
-    assert _waiting_on(".writers-gate") == 3
-    release.set()
-    for t in [holder, *writers, projector]:
-        t.join(30)
-    assert sorted(done) == ["projector", *(f"request {i}" for i in range(4))]
-    assert _queue_is_free()
-
-
 def test_the_database_is_read_through_a_memory_map():
     """Reads of pages past SQLite's own small cache come from the mapped file, not a read()
     each: without it a call's cost grew with the database (dashboard/settings.py)."""
@@ -209,34 +159,3 @@ def test_the_database_is_read_through_a_memory_map():
         cursor.execute("PRAGMA mmap_size")
         (mapped,) = cursor.fetchone()
     assert 0 < mapped <= SQLITE_MMAP_BYTES
-
-
-def test_a_connection_can_tell_another_holds_the_queue(make_task):
-    """What the AG-UI projector asks before a pass (agui/projection.py): another
-    connection's transaction holds the queue; its own does not count, nor a free queue."""
-    task = make_task("working")
-    entered, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        try:
-            with transaction.atomic():
-                Task.objects.filter(pk=task.id).update(origin_title="holder")
-                entered.set()
-                release.wait(30)
-        finally:
-            connection.close()
-
-    assert not connection.writers_busy()
-    holder = threading.Thread(target=hold)
-    holder.start()
-    try:
-        assert entered.wait(10)
-        assert connection.writers_busy()
-    finally:
-        release.set()
-        holder.join(30)
-    assert not connection.writers_busy()
-    with transaction.atomic():
-        Task.objects.filter(pk=task.id).update(origin_title="mine")
-        assert not connection.writers_busy()  # its own transaction
-    assert _queue_is_free()
