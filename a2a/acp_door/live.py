@@ -66,11 +66,6 @@ OUTAGE_RETRY_SECONDS = 1.0  # a follower tries again this often while the databa
 UNAVAILABLE = "the database is unavailable"  # a turn failed by an outage: its error's detail
 
 
-def outage_seconds() -> float:
-    """How long an open turn waits out a database outage: the streams' bound."""
-    return conf.TASKDECK.stream_outage_seconds
-
-
 @dataclass
 class Turn:
     task_id: str
@@ -171,7 +166,7 @@ class LiveSession:
         fails with -32603, as a stream ends then (docs/acp.md, "Database outages"). Any other
         error is a bug: logged, the open turn failed, and the follower ends (it used to end
         on an outage too, and the editor heard nothing more of its session)."""
-        poll = conf.ACP.poll_seconds
+        poll, outage = conf.ACP.poll_seconds, conf.TASKDECK.stream_outage_seconds
         loop = asyncio.get_running_loop()
         down_since: float | None = None  # when the database became unreachable, while it is
         try:
@@ -190,7 +185,7 @@ class LiveSession:
                             self.session.session_id,
                             describe(exc),
                         )
-                    if self.turn is not None and now - down_since >= outage_seconds():
+                    if self.turn is not None and now - down_since >= outage:
                         self.turn.fail(RequestError.internal_error({"detail": UNAVAILABLE}))
                     await asyncio.sleep(OUTAGE_RETRY_SECONDS)
                     continue
