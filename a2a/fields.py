@@ -65,3 +65,24 @@ class StrictSerializer(serializers.Serializer):
             if unknown:
                 raise serializers.ValidationError({k: ["unknown field"] for k in unknown})
         return super().to_internal_value(data)
+
+
+def unbind(field: serializers.Field) -> None:
+    """Break the reference cycles DRF makes in a serializer once it is done with: every
+    bound field points back at its parent (`parent`, a ListField's `child` too), and the
+    serializer's fields at the serializer (`BindingDict.serializer`). Left alone, each
+    call's serializer tree (dozens of fields, validators and messages) outlives the call
+    until the cyclic collector finds it; at a few hundred calls a second that garbage was
+    most of what each full collection walked, 50-80 ms a time with no request or socket
+    served meanwhile (docs/production.md, "Garbage and the tail"). Unbound, the tree is
+    freed by its reference counts when the call drops the serializer. Only for a
+    serializer whose validated data or errors were already taken."""
+    fields = field.__dict__.pop("fields", None)  # the cached BindingDict, if ever built
+    if fields is not None:
+        fields.serializer = None
+        for child in fields.values():
+            unbind(child)
+    child = field.__dict__.get("child")
+    if isinstance(child, serializers.Field):
+        unbind(child)
+    field.__dict__.pop("parent", None)

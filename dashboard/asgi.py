@@ -12,7 +12,6 @@ outside the cookie stack: it reads no cookie, only an API key, so there is nothi
 the Origin check to protect (and the editors' relay sends no Origin).
 """
 
-import gc
 import os
 
 # First: Daphne's asyncio reactor, before anything below imports Twisted (the patches of
@@ -30,6 +29,7 @@ from django.core.asgi import get_asgi_application
 
 django_asgi_app = get_asgi_application()
 
+from a2a import collector  # noqa: E402
 from a2a.acp_door.remote import SOCKET_PATHS, AcpSocket  # noqa: E402
 from agui.routing import websocket_urlpatterns  # noqa: E402
 from dashboard import body_limit, reason_phrase, websocket_limits  # noqa: E402
@@ -55,10 +55,6 @@ async def websocket_app(scope, receive, send):
 
 application = ProtocolTypeRouter({"http": http_app, "websocket": websocket_app})
 
-# Everything loaded so far (modules, settings, URL patterns, the ORM's caches) lives as
-# long as the process: out of the collector's reach, a full collection walks only what
-# requests and sockets made since, not the whole project. Measured: GetTask p99 under wrk
-# about a third lower; with 100 AG-UI sockets a full collection took about 80 ms, during
-# which no socket heard of any change, and under 10 ms frozen. Once, at start-up: what is
-# frozen is never freed.
-gc.freeze()
+# What the process keeps for life is out of the collector's reach, and full collections
+# are rarer (a2a/collector.py says why).
+collector.settle()

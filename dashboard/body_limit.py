@@ -17,6 +17,13 @@ The answer is JSON: JSON-RPC's envelope (-32600, id null) on the A2A endpoint, a
 error under /a2a/rest/ (the HTTP+JSON binding), `{"detail"}` elsewhere. What passes
 reaches the application unchanged.
 
+Twisted's own parsing of a POST body as a form is switched off here too
+(`_parsePOSTFormSubmission`): Daphne hands the application the raw body and never reads
+what Twisted parsed, and for every POST Twisted parsed its Content-Type with the email
+package, whose header registry makes a new class each time — the largest share of the
+cyclic garbage of an A2A call, walked by full collections of 50-80 ms under load
+(docs/production.md, "Garbage and the tail").
+
 It patches daphne.http_protocol.WebRequest (daphne 4.x): Daphne has no body-size option.
 tests/test_body_limit.py drives it over raw sockets; behind a proxy, limit there too
 (docs/production.md). What it relies on in Daphne and Twisted: docs/upgrading.md.
@@ -117,6 +124,7 @@ def install() -> None:
             timer.cancel()
         if getattr(self, "_td_refused", False):
             return None
+        self._parsePOSTFormSubmission = False  # the module doc says why
         return request_received(self, command, path, version)
 
     WebRequest.gotLength = limited_got_length

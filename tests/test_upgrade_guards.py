@@ -80,6 +80,12 @@ def test_daphnes_request_still_has_what_the_body_limit_wraps():
     assert "requestFactory = WebRequest" in inspect.getsource(HTTPFactory.buildProtocol), (
         f"Daphne no longer builds its requests from WebRequest; {SEE}"
     )
+    from twisted.web.http import Request
+
+    assert "self._parsePOSTFormSubmission" in inspect.getsource(Request.requestReceived), (
+        "Twisted's Request no longer asks `_parsePOSTFormSubmission` before it parses a POST "
+        f"body as a form (dashboard/body_limit.py switches that off); {SEE}"
+    )
 
 
 def test_installing_the_body_limit_replaces_those_three_methods():

@@ -28,6 +28,7 @@ from rest_framework import serializers
 from a2a import conf, jsonsafe, work
 from a2a.auth import Principal
 from a2a.db_faults import in_thread
+from a2a.fields import unbind
 from a2a.lifecycle import Dialect
 from a2a.models import TaskEvent
 from a2a.prepared import Prepared
@@ -190,10 +191,14 @@ def run(name: str, params: dict, call: Call) -> Any:
 def _run(name: str, params: dict, call: Call) -> Any:
     method = METHODS[name]
     serializer = method.params(data=params)
-    if not serializer.is_valid():
-        return invalid_params(flatten_errors(serializer.errors))
     try:
-        return method.handler(serializer.validated_data, call)
+        if not serializer.is_valid():
+            return invalid_params(flatten_errors(serializer.errors))
+        validated = serializer.validated_data
+    finally:
+        unbind(serializer)  # freed now, not by the cyclic collector (a2a.fields.unbind)
+    try:
+        return method.handler(validated, call)
     except ProtocolError as err:  # a protocol matter the handler decided (no domain error)
         return err
     except Exception as exc:

@@ -23,7 +23,6 @@ tests/test_upgrade_guards.py names the cause; docs/upgrading.md).
 
 from __future__ import annotations
 
-import gc
 import logging
 import time
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from typing import Any
 from django_tasks_db.management.commands import db_worker
 from django_tasks_db.management.commands.db_worker import Command as DbWorkerCommand
 
+from a2a import collector
 from a2a.runtime import beats, doorbell
 from a2a.runtime.faults import describe, discard_connections, is_infrastructure
 from a2a.runtime.leases import WORKER_ID
@@ -44,11 +44,11 @@ class Command(DbWorkerCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         # Everything loaded so far (Django, the apps, the agents) lives as long as the
-        # process: frozen out of the collector's reach, as Daphne's is (dashboard/asgi.py),
+        # process: frozen out of the collector's reach, as Daphne's is (a2a/collector.py),
         # so a full collection walks only what the jobs made since. Unfrozen, one took
         # 20-40 ms in a process like this one (bench/agui_fanout.py's writer), during
         # which its projector thread projected nothing.
-        gc.freeze()
+        collector.settle()
         options["worker_id"] = WORKER_ID
         options["reload"] = False  # the reloader's child would beat under another pid
         bell = doorbell.Bell()
