@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import json
 import logging
 import os
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import async_to_sync
@@ -107,6 +109,7 @@ def send(group: str, message: dict[str, Any]) -> bool:
         return False
     if not crosses_processes(layer):  # other processes hear it over the local wake-ups
         localwake.broadcast("news", json.dumps({"group": group, "message": message}).encode())
+        watchers.wake(group)  # this process's watchers, without the layer (`Watchers`)
         if not listened_here(layer, group):
             return True
     if layer_breaker.is_open():
@@ -184,6 +187,47 @@ def crosses_processes(layer: Any) -> bool:
     return not isinstance(layer, InMemoryChannelLayer)
 
 
+class Watchers:
+    """Callbacks woken on their event loop by every message of a group, on the in-memory
+    layer only: from `send` for this process's messages, from the relay's thread for other
+    processes'. For a reader that needs the wake-up alone, and needs it soon: the AG-UI
+    log's reader (agui.fanout), woken at every projection pass. A Listener's way costs it
+    the layer's send (from a projector thread, async_to_sync: a loop and a thread per
+    call) and three or four turns of a loop that also serves every request and socket,
+    each a wait at load; a callback is one `call_soon_threadsafe`. Redis, which crosses
+    processes, keeps its Listeners."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.groups: dict[str, dict[Callable[[], None], asyncio.AbstractEventLoop]] = {}
+
+    def add(self, group: str, callback: Callable[[], None]) -> None:
+        """Call `callback()` on the running loop at each message of `group` (local wake-ups
+        of other processes included: the relay's thread starts here if it has not yet)."""
+        loop = asyncio.get_running_loop()
+        layer = get_channel_layer()
+        if layer is not None and not crosses_processes(layer):
+            relay.attach(layer, loop)
+        with self.lock:
+            self.groups.setdefault(group, {})[callback] = loop
+
+    def discard(self, group: str, callback: Callable[[], None]) -> None:
+        with self.lock:
+            self.groups.get(group, {}).pop(callback, None)
+
+    def wake(self, group: str) -> bool:
+        """Wake `group`'s watchers (from any thread); False when it has none."""
+        with self.lock:
+            found = list(self.groups.get(group, {}).items())
+        for callback, loop in found:
+            with contextlib.suppress(RuntimeError):  # its loop closed meanwhile
+                loop.call_soon_threadsafe(callback)
+        return bool(found)
+
+
+watchers = Watchers()
+
+
 class _Relay:
     """Puts announcements that other processes sent over a2a.localwake into this process's
     in-memory layer, so that its Listeners wake as they would with Redis.
@@ -233,6 +277,7 @@ class _Relay:
                 # commit of every process arrives here, and a hand-over wakes a busy
                 # loop. One that joins just after this check misses nothing (it reads
                 # the database after joining: `listened_here`).
+                watchers.wake(group)
                 if listened_here(layer, group):
                     news[group] = message
             for loop in list(self.loops):

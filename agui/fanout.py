@@ -66,7 +66,7 @@ from django.db import (
     connections,
 )
 
-from a2a.notify import Listener
+from a2a.notify import Listener, crosses_processes, watchers
 from agui import projection, retention, selectors
 from agui.models import AguiEvent, LogRetention
 from agui.projector import TEXT, VIEW_GROUP
@@ -205,15 +205,20 @@ def _rows_sql(vendor: str) -> str:
     parameter — the ORM's `exclude(id__in=…)` built and compiled a placeholder for each of
     the window's ids at every read: 1.9 ms of CPU against 0.6 for the reads it replaced."""
     events, kept = AguiEvent._meta.db_table, LogRetention._meta.db_table
+    horizon = f"(SELECT r.horizon FROM {kept} AS r WHERE r.id = 1)"
     if vendor == "postgresql":
-        skip = "NOT (e.id = ANY(%s))"
-    else:  # SQLite: the ids as a JSON array
-        skip = "e.id NOT IN (SELECT value FROM json_each(%s))"
+        return (
+            f"SELECT e.id, e.task_id, e.task_version, e.type, e.event, {horizon} "
+            f"FROM {events} AS e WHERE e.id > %s AND e.type <> %s AND NOT (e.id = ANY(%s)) "
+            f"ORDER BY e.id LIMIT 5000"
+        )
+    # SQLite: the ids to skip as a JSON array; the rows as one JSON array in one result
+    # row, with the horizon beside it even when there is no row (`_rows_after` says why)
     return (
-        f"SELECT e.id, e.task_id, e.task_version, e.type, e.event, "
-        f"(SELECT r.horizon FROM {kept} AS r WHERE r.id = 1) "
-        f"FROM {events} AS e WHERE e.id > %s AND e.type <> %s AND {skip} "
-        f"ORDER BY e.id LIMIT 5000"
+        f"SELECT json_group_array(json_array(e.id, e.task_id, e.task_version, e.type, "
+        f"json(e.event))), {horizon} FROM (SELECT * FROM {events} AS e WHERE e.id > %s "
+        f"AND e.type <> %s AND e.id NOT IN (SELECT value FROM json_each(%s)) "
+        f"ORDER BY e.id LIMIT 5000) AS e"
     )
 
 
@@ -227,14 +232,20 @@ def _rows_after(low: int, seen: set[int]) -> tuple[list[Row], int]:
     rows and at or below the horizon, so the caller, which compares the horizon with its
     cursor from before this read, sees the gap. With no row to carry it, the horizon is
     read by itself, after the rows (a row deleted between the two reads is then below it).
-    `seen` is only read here, while its owner awaits this call."""
+    `seen` is only read here, while its owner awaits this call.
+
+    On SQLite the rows come as one JSON array in one result row, the horizon beside it:
+    Python's sqlite3 lets go of the GIL at each step of a statement, and in a busy web
+    process each step then waited for it (a read of 20 rows waited 20 times; p99 46 ms at
+    load, bench/agui_fanout.py --load 16, against 4 ms in the quiet process beside it)."""
     skip = [i for i in seen if i > low]
-    postgres = connection.vendor == "postgresql"
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(_rows_sql(connection.vendor), [low, TEXT, json.dumps(skip)])
+            listed, horizon = cursor.fetchone()
+        return encoded([tuple(row) for row in sorted(json.loads(listed))]), horizon or 0
     with connection.cursor() as cursor:
-        cursor.execute(
-            _rows_sql(connection.vendor),
-            [low, TEXT, skip if postgres else json.dumps(skip)],
-        )
+        cursor.execute(_rows_sql(connection.vendor), [low, TEXT, skip])
         found = cursor.fetchall()
     if not found:
         return [], retention.horizon()
@@ -352,6 +363,9 @@ class Tailer:
     async def _read(self) -> None:
         listener = asyncio.ensure_future(self._listen())
         fetch = in_reader_thread(_rows_after)
+        # SQLite has one writer at a time: its ids commit in order, so nothing can commit
+        # behind the cursor and the window need not be read again (PostgreSQL: module doc)
+        in_order = connection.vendor != "postgresql"
         try:
             while self.queues:
                 with contextlib.suppress(TimeoutError):
@@ -360,7 +374,10 @@ class Tailer:
                 if not self.queues:
                     break  # the last socket went while it waited (`unregister` woke it)
                 try:
-                    rows, horizon = await fetch(max(0, self.cursor - WINDOW), self.seen_set)
+                    if in_order:
+                        rows, horizon = await fetch(self.cursor, ())
+                    else:
+                        rows, horizon = await fetch(max(0, self.cursor - WINDOW), self.seen_set)
                 except Exception:
                     log.exception("reading the AG-UI log failed; retrying")
                     continue
@@ -447,11 +464,22 @@ class Tailer:
         self.seen_set.add(row_id)
 
     async def _listen(self) -> None:
-        """Wake the loop on each poke. No layer error ends this (it used to, and then the
-        Tailer never heard Redis again): the Listener polls through an outage and re-joins
-        after it, waking us once then to catch up on the pokes Redis lost."""
+        """Wake the loop on each poke. On the in-memory layer (the embedded default) a
+        poke calls `wake.set` straight from the poking thread or the relay's
+        (a2a.notify.Watchers: no turns of the loop in between). On Redis, a Listener: no
+        layer error ends this (it used to, and then the Tailer never heard Redis again);
+        it polls through an outage and re-joins after it, waking us once then to catch up
+        on the pokes Redis lost."""
         news = Listener(VIEW_GROUP)
         if news.layer is None:
+            return
+        if not crosses_processes(news.layer):
+            woken = self.wake.set  # this run's (a later run of the Tailer has its own)
+            watchers.add(VIEW_GROUP, woken)
+            try:
+                await asyncio.Event().wait()  # until cancelled
+            finally:
+                watchers.discard(VIEW_GROUP, woken)
             return
         try:
             await news.join()
