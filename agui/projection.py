@@ -294,10 +294,32 @@ def _runs(tasks: list[Task]) -> dict[str, str]:
     return newest
 
 
-def _pass(task_ids: list[str], wait: bool) -> list[str]:
-    """One transaction: project every task of `task_ids` this pass can hold; returns them."""
+def _others_due(held: list[str]) -> list[str]:
+    """SQLite, inside a pass: `held` and the other tasks due now (up to BATCH in all), but
+    those resting after a failure here. A pass is the one writer then: whatever committed
+    before it took the lock is its to project, whichever process committed it (see
+    `project`'s `take_all`)."""
+    room = BATCH - len(held)
+    if room <= 0:
+        return held
+    resting = _failing.resting(suspects=True)
+    found = (
+        ProjectionDue.objects.exclude(task_id__in=held)
+        .values_list("task_id", flat=True)
+        .distinct()
+        .order_by("task_id")[: room + len(resting)]
+    )
+    others = [t for t in found if t not in resting][:room]
+    return sorted([*held, *others]) if others else held
+
+
+def _pass(task_ids: list[str], wait: bool, take_all: bool = False) -> list[str]:
+    """One transaction: project every task of `task_ids` this pass can hold; returns them
+    (`take_all`, SQLite: and every other task due, `_others_due`)."""
     with transaction.atomic():
         held = _claim(task_ids, wait)
+        if take_all and not _postgres():
+            held = _others_due(held)
         if not held:
             return held
         tasks, views = _tasks_and_views(held)  # the tasks before their events (module doc)
@@ -394,7 +416,7 @@ def _still_due(task_ids: list[str]) -> list[str]:
     return sorted(set(found))
 
 
-def project(task_ids: Iterable[str], *, wait: bool = False) -> set[str]:
+def project(task_ids: Iterable[str], *, wait: bool = False, take_all: bool = False) -> set[str]:
     """Project the committed, unprojected events of these tasks, BATCH at a time; returns
     the tasks it projected. A task another pass holds is skipped (`wait`: waited for); on
     PostgreSQL, once its passes committed, it looks again for what committed meanwhile
@@ -411,7 +433,7 @@ def project(task_ids: Iterable[str], *, wait: bool = False) -> set[str]:
     for _ in range(AGAIN_ROUNDS if _postgres() else 1):
         held: list[str] = []
         for i in range(0, len(todo), BATCH):
-            held += _isolated(todo[i : i + BATCH], wait)
+            held += _isolated(todo[i : i + BATCH], wait, take_all)
         done.update(held)
         if not held or not _postgres():
             break
@@ -421,15 +443,23 @@ def project(task_ids: Iterable[str], *, wait: bool = False) -> set[str]:
     return done
 
 
-def _isolated(batch: list[str], wait: bool) -> list[str]:
+def _isolated(batch: list[str], wait: bool, take_all: bool = False) -> list[str]:
     """`_pass(batch)`, and when it fails, a pass per task: one task's failure (an event it
     cannot project, a row the database refuses) must not keep the batch's other tasks out
     of the view. A task that fails alone keeps its due rows (its pass rolled back), is
-    logged once, and rests (`_Failing`) before the sweep tries it again."""
+    logged once, and rests (`_Failing`) before the sweep tries it again. (`take_all`: the
+    other processes' tasks the failed pass took are left to their own passes, which log
+    their failure once; here they are suspects, which no pass of this process takes
+    uninvited for a while: a task that cannot be projected must not fail every pass.)"""
     try:
-        held = _pass(batch, wait)
+        held = _pass(batch, wait, take_all)
     except Exception as exc:
         _usable_again()
+        if take_all and not _postgres():
+            taken = set(_others_due(batch)) - set(batch)
+            if taken:  # maybe theirs: ours again, alone
+                _failing.suspect(taken)
+                return _isolated(batch, wait)
         if len(batch) == 1:
             _failing.failed(batch[0], exc)
             return []
@@ -472,6 +502,7 @@ class _Failing:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.tasks: dict[str, tuple[float, float]] = {}  # task -> (retry at, rest)
+        self.suspects: dict[str, float] = {}  # task -> not taken uninvited until then
 
     def failed(self, task_id: str, exc: BaseException) -> None:
         if _busy(exc):  # not this task's fault: its holder projects it
@@ -489,17 +520,31 @@ class _Failing:
             exc_info=exc,
         )
 
+    def suspect(self, task_ids: set[str]) -> None:
+        """These tasks were in a pass that failed, taken besides its own (`_others_due`):
+        maybe one of them failed it. Not logged (their own process's pass tells), only left
+        out of the passes that take others' tasks for RETRY_SECONDS."""
+        until = time.monotonic() + RETRY_SECONDS
+        with self.lock:
+            self.suspects.update(dict.fromkeys(task_ids, until))
+
     def projected(self, task_ids: list[str]) -> None:
-        if self.tasks:
+        if self.tasks or self.suspects:
             with self.lock:
                 for task_id in task_ids:
                     self.tasks.pop(task_id, None)
+                    self.suspects.pop(task_id, None)
 
-    def resting(self) -> set[str]:
-        """The tasks the sweep leaves alone now."""
+    def resting(self, suspects: bool = False) -> set[str]:
+        """The tasks the sweep leaves alone now (`suspects`: and those a pass does not
+        take uninvited)."""
         now = time.monotonic()
         with self.lock:
-            return {t for t, (at, _) in self.tasks.items() if at > now}
+            found = {t for t, (at, _) in self.tasks.items() if at > now}
+            if suspects:
+                self.suspects = {t: at for t, at in self.suspects.items() if at > now}
+                found |= set(self.suspects)
+            return found
 
 
 _failing = _Failing()
@@ -629,7 +674,7 @@ class Projector:
                 if time.monotonic() - passed_at < FRESH_SECONDS and connection.connection:
                     connection.health_check_done = True
                 try:
-                    project(ids)
+                    project(ids, take_all=True)
                     self.passes += 1
                 except Exception:
                     # left to the sweep: a pass never retries in a loop by itself
