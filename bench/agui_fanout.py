@@ -114,10 +114,10 @@ def make_changes(task_id: str, changes: int) -> None:
     import django
 
     django.setup()
-    from a2a import notify, services
+    from a2a import collector, notify, services
     from a2a.models import ProjectionDue, Task
 
-    gc.freeze()  # as a worker does at its start (a2a/runtime/.../run_worker.py)
+    collector.settle()  # as a worker does at its start (a2a/runtime/.../run_worker.py)
     Task.objects.filter(pk=task_id).exists()
     notify.send("bench-warm-up", {"type": "bench.warm"})
     actor = services.Actor("operator", "bench")
@@ -191,11 +191,18 @@ async def fanout(
         got: dict[int, float] = {}
         received.append(got)
         while len(got) < len(wanted):
-            event = json.loads(await ws.recv())
+            text = await ws.recv()
+            now = time.time()
             frames[0] += 1
+            # Only the messages about the measured task are decoded: this process reads
+            # all 100 sockets on the server's own two cores, where each client would have
+            # a CPU of its own; decoding every message of every socket here delayed the
+            # reading of the next socket, which counted as the server's latency.
+            if path not in text:
+                continue
+            event = json.loads(text)
             if event["type"] != "STATE_DELTA" or (reached := covered(event, path)) is None:
                 continue
-            now = time.time()
             for version in wanted:  # this delta delivers every change up to `reached`
                 if version <= reached:
                     got.setdefault(version, now)
@@ -343,17 +350,22 @@ def main() -> None:
         url = f"ws://127.0.0.1:{port}/ws/agui/"
         for n in [int(c) for c in args.clients.split(",")]:
             wrk = start_load(port, token, args.load, tempfile.gettempdir()) if args.load else None
-            # this process's own full collections (it reads every socket) are not the
-            # server's latency: what it holds so far is kept out of them (a collection
-            # walking it took 30-95 ms here, and delayed every socket's reading at once)
+            # this process's own collections (it reads every socket) are not the server's
+            # latency: what it holds so far is kept out of them (a collection walking it
+            # took 30-95 ms here, and delayed every socket's reading at once), and no
+            # collection runs while the sockets are read (the garbage the readers make
+            # meanwhile still made full collections of up to 300 ms at --load 16); real
+            # clients are browsers with an interpreter and a CPU each
             gc.collect()
             gc.freeze()
+            gc.disable()
             try:
                 lat, frames, (projected, fanned) = asyncio.run(
                     fanout(url, token, n, args.changes, args.writer)
                 )
                 lag = projection.lag()
             finally:
+                gc.enable()
                 beside = f"; {stop_load(wrk)}" if wrk is not None else ""
             print(
                 f"fan-out, {n:>5} clients: commit -> STATE_DELTA received  {percentiles(lat)}"
