@@ -56,6 +56,37 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}"[:300]
 
 
+class Outage:
+    """One reader's bookkeeping through a database outage: since when the database has been
+    unreachable for it, said once in the log when that starts ("<who>: <fault>; retrying")
+    and once when a read works again ("<who>: the database is back"). The readers that
+    wait an outage out (a stream, an AG-UI run, an ACP session's follower) each decide
+    what to do meanwhile and past the bound; this is what they share.
+
+    `clock` is the reader's own (an event loop's `time`): the length of an outage is
+    compared with TASKDECK_STREAM_OUTAGE_SECONDS on it."""
+
+    def __init__(self, who: str, clock: Callable[[], float], logger: logging.Logger) -> None:
+        self.who, self.clock, self.log = who, clock, logger
+        self.since: float | None = None  # when it started, while it lasts
+
+    def failed(self, fault: BaseException) -> float:
+        """A read failed for the database's sake: how long the outage has lasted (0 when
+        it starts now)."""
+        now = self.clock()
+        if self.since is None:
+            self.since = now
+            said = str(fault) if isinstance(fault, InfrastructureFault) else describe(fault)
+            self.log.warning("%s: %s; retrying", self.who, said)
+        return now - self.since
+
+    def over(self) -> None:
+        """A read worked: an outage in course has ended."""
+        if self.since is not None:
+            self.since = None
+            self.log.warning("%s: the database is back; goes on", self.who)
+
+
 def is_infrastructure(exc: BaseException) -> bool:
     if isinstance(exc, InfrastructureFault):
         return True

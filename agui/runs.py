@@ -62,7 +62,7 @@ from a2a.auth import (
     still_valid,
     user_actor,
 )
-from a2a.db_faults import InfrastructureFault, guarded, is_infrastructure
+from a2a.db_faults import InfrastructureFault, Outage, guarded, is_infrastructure
 from a2a.event_kinds import ENDING_KINDS
 from a2a.formats import text_of
 from a2a.lifecycle import PAUSED, State
@@ -266,24 +266,19 @@ async def _through_outage(call, *args) -> AsyncIterator[bytes | _Read]:
     loop = asyncio.get_running_loop()
     settings = conf.TASKDECK
     keepalive, outage = settings.stream_keepalive_seconds, settings.stream_outage_seconds
-    down_since = quiet_since = None
+    down, quiet_since = Outage("AG-UI run", loop.time, log), loop.time()
     while True:
         try:
             result = await call(*args)
         except InfrastructureFault as fault:
-            now = loop.time()
-            if down_since is None:
-                down_since = quiet_since = now
-                log.warning("AG-UI run: %s; retrying", fault)
-            if now - down_since >= outage:
+            if down.failed(fault) >= outage:
                 raise _Outage from fault
-            if now - quiet_since >= keepalive:
-                quiet_since = now
+            if loop.time() - quiet_since >= keepalive:
+                quiet_since = loop.time()
                 yield KEEPALIVE
             await asyncio.sleep(max(0.01, min(OUTAGE_RETRY_SECONDS, keepalive, outage)))
             continue
-        if down_since is not None:
-            log.warning("AG-UI run: the database is back; goes on")
+        down.over()
         yield _Read(result)
         return
 

@@ -41,7 +41,7 @@ from a2a.acp_door.updates import (
     request_of,
     suspension_facts,
 )
-from a2a.db_faults import describe, is_infrastructure
+from a2a.db_faults import Outage, is_infrastructure
 from a2a.errors import NotAllowedNow
 from a2a.event_kinds import SUSPENDING_KINDS, EventKind
 from a2a.formats import text_of
@@ -168,7 +168,7 @@ class LiveSession:
         on an outage too, and the editor heard nothing more of its session)."""
         poll, outage = conf.ACP.poll_seconds, conf.TASKDECK.stream_outage_seconds
         loop = asyncio.get_running_loop()
-        down_since: float | None = None  # when the database became unreachable, while it is
+        down = Outage(f"following session {self.session.session_id}", loop.time, log)
         try:
             while True:
                 self.wake.clear()
@@ -177,23 +177,11 @@ class LiveSession:
                 except Exception as exc:
                     if not is_infrastructure(exc):
                         raise
-                    now = loop.time()
-                    if down_since is None:
-                        down_since = now
-                        log.warning(
-                            "following session %s: %s; retrying",
-                            self.session.session_id,
-                            describe(exc),
-                        )
-                    if self.turn is not None and now - down_since >= outage:
+                    if down.failed(exc) >= outage and self.turn is not None:
                         self.turn.fail(RequestError.internal_error({"detail": UNAVAILABLE}))
                     await asyncio.sleep(OUTAGE_RETRY_SECONDS)
                     continue
-                if down_since is not None:
-                    log.warning(
-                        "following session %s: the database is back", self.session.session_id
-                    )
-                    down_since = None
+                down.over()
                 if not facts:
                     await self._wait(poll if self._must_poll() else IDLE_POLL_SECONDS)
         except asyncio.CancelledError:

@@ -22,7 +22,7 @@ from django.db import transaction
 
 from a2a import access, conf, work
 from a2a.auth import revalidate_seconds, still_valid
-from a2a.db_faults import InfrastructureFault, guarded
+from a2a.db_faults import InfrastructureFault, Outage, guarded
 from a2a.errors import TaskNotFound
 from a2a.event_kinds import STATUS_KINDS, EventKind, is_agent_text
 from a2a.formats import ts
@@ -373,7 +373,7 @@ async def follow(sp: StreamPlan) -> AsyncIterator[tuple[int | None, dict[str, An
     joined = contextlib.AsyncExitStack()
     news: Feed | None = None  # the task's feed, followed once this process's run is over
     checked = -1  # the feed's newest event id before this stream's last read (-1: read now)
-    down_since: float | None = None  # when the database became unreachable, while it is
+    down = Outage(f"stream of task {sp.task_id}", loop.time, log)
     try:
         if sp.first is not None:
             yield cursor, sp.first
@@ -405,11 +405,7 @@ async def follow(sp: StreamPlan) -> AsyncIterator[tuple[int | None, dict[str, An
                     batch = []
             except InfrastructureFault as fault:
                 checked = -1  # the retry reads from the cursor, whatever the feed knows
-                now = loop.time()
-                if down_since is None:
-                    down_since = now
-                    log.warning("stream of task %s: %s; retrying", sp.task_id, fault)
-                if now - down_since >= outage:
+                if down.failed(fault) >= outage:
                     log.warning("stream of task %s: the database is still down; ends", sp.task_id)
                     yield UNAVAILABLE
                     return
@@ -420,9 +416,7 @@ async def follow(sp: StreamPlan) -> AsyncIterator[tuple[int | None, dict[str, An
                 await asyncio.sleep(pause)
                 idle += pause
                 continue
-            if down_since is not None:
-                log.warning("stream of task %s: the database is back; goes on", sp.task_id)
-                down_since = None
+            down.over()
             for event_id, item, _ in batch:
                 cursor = event_id
                 ends = item.get("kind") == "status-update" and sp.ends_at(item["_state"])
