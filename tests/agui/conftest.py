@@ -1,7 +1,8 @@
 """A redis-server of the test's own (tests/redis_server.py), for the Redis fault tests; a
 signed-in operator (tests/dashboard/conftest.py); `project_now`, for tests that read the
-view inside the test's transaction; and `held_projector`, for tests of the projection after
-commit that must decide themselves when (and whether) a pass runs."""
+view inside the test's transaction; `held_projector`, for tests of the projection after
+commit that must decide themselves when (and whether) a pass runs; and `fresh_failures`,
+a test's own record of the tasks whose pass failed."""
 
 from __future__ import annotations
 
@@ -44,3 +45,17 @@ def held_projector(settings, monkeypatch) -> Iterator[projection.Projector]:
     yield held
     release.set()
     held.thread.join(timeout=5)
+
+
+# A failing task's rest before the sweep tries it again, in these tests: longer than any
+# test takes however loaded the machine (the default 5 s ran out under CI's load between
+# the failure and the test's "logged once", and the retry logged a second time).
+LONG_REST = 600.0
+
+
+@pytest.fixture
+def fresh_failures(monkeypatch) -> None:
+    """This test's own record of failing tasks (process-local state), which rest longer
+    than any test takes (LONG_REST)."""
+    monkeypatch.setattr(projection, "_failing", projection._Failing())
+    monkeypatch.setattr(projection, "RETRY_SECONDS", LONG_REST)

@@ -26,6 +26,7 @@ from a2a import events, services
 from a2a.models import Task
 from agui import projection
 from agui.models import Interrupt, ViewTask
+from tests.agui.conftest import LONG_REST
 from tests.agui.test_projection_after_commit import caught_up, due, projected, working_task
 from tests.conftest import AGENT, APPROVAL_REQUEST, CLIENT, end_backend
 
@@ -77,12 +78,6 @@ def repair(handle: str) -> None:
     Interrupt.objects.filter(interrupt_id=handle).delete()
 
 
-# A failing task's rest before the sweep tries it again, in these tests: longer than any
-# test takes however loaded the machine (the default 5 s ran out under CI's load between
-# the failure and the test's "logged once", and the retry logged a second time).
-LONG_REST = 600.0
-
-
 class Stop(Exception):
     pass
 
@@ -123,13 +118,6 @@ def live_projector(settings, monkeypatch) -> Iterator[StoppableProjector]:
     yield live
     live.stop()
     assert live.thread is None or not live.thread.is_alive()
-
-
-@pytest.fixture
-def fresh_failures(monkeypatch) -> None:
-    """This test's own record of failing tasks (process-local state)."""
-    monkeypatch.setattr(projection, "_failing", projection._Failing())
-    monkeypatch.setattr(projection, "RETRY_SECONDS", LONG_REST)
 
 
 def view_reflects(task_id: str) -> bool:

@@ -31,11 +31,6 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def fresh_failures(monkeypatch) -> None:
-    monkeypatch.setattr(projection, "_failing", projection._Failing())
-
-
 def test_a_pass_projects_what_another_process_left_due(held_projector):
     ours, theirs = working_task(), working_task()
     projection.project_due()
