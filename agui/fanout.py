@@ -9,18 +9,19 @@ and start N; those of an aborted burst kept reading for queues nobody would ever
 ~95 % CPU until restart.) /healthz shows `"sockets": {"open": n, "readers": 0 or 1}`.
 
 A socket must not query the database per change: with 1,000 dashboards open that would
-be 1,000 queries per change. The Tailer reads new log rows once (woken by a channel-layer
-poke, or every FALLBACK_POLL seconds should a poke be lost) and hands them to every
-registered socket's queue. Pokes come from every process: over Redis, or over local
-wake-ups with the in-memory layer (a2a.notify relays them), so a worker's change reaches
-the sockets at once on the embedded default too.
+be 1,000 queries per change. The Tailer reads new log rows once (woken by a poke, or every
+FALLBACK_POLL seconds should a poke be lost) and hands them to every registered socket's
+queue. Pokes come from every process: over Redis, or over local wake-ups with the
+in-memory layer, where they call the Tailer's wake-up directly (a2a.notify.Watchers), so a
+worker's change reaches the sockets at once on the embedded default too.
 
 Redis is only the wake-up call: while it is away (restarting, failing over) the Tailer
 polls, and it re-joins the group by itself when Redis is back (a2a.notify's
 Listener); sockets notice nothing but slower deltas.
 
-It re-reads a window behind its cursor: on PostgreSQL ids are allocated at insert, so a
-row with a lower id can commit after a higher one; rows already seen are skipped. When it
+On PostgreSQL it re-reads a window behind its cursor: ids are allocated at insert, so a
+row with a lower id can commit after a higher one; rows already seen are skipped. (SQLite
+has one writer at a time: its ids commit in order, and no window is read.) When it
 starts, the rows of that window already committed count as seen: every socket registers
 before it reads its snapshot, so they are in it (a socket whose snapshot was cut to its
 byte budget would otherwise take the creations of tasks it was cut from as new). Sockets
