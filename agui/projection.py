@@ -23,10 +23,12 @@ Where passes run (TASKDECK_PROJECTION, conf.VIEW.projection):
 - `thread` (the default): an on-commit subscriber (`wake`) hands the task's id to this
   process's projector thread (`Projector`) — no database work on the writer's path. Events
   of one task committed while a pass runs are projected together by the next one: the
-  busier the process, the more a pass coalesces. When the thread is behind (a change has
-  waited BEHIND_SECONDS for it), a writer waits after its commit for the pass of its
-  change (BEHIND_WAIT_SECONDS at most): the load slows to what the projection keeps up
-  with (`wake`).
+  busier the process, the more a pass coalesces. On SQLite its pass also takes every
+  other task due, whichever process committed it (`take_all`: a pass is the one writer
+  there, so another process's change need not wait for that process's turn at the lock).
+  When the thread is behind (a change has waited BEHIND_SECONDS for it), a writer waits
+  after its commit for the pass of its change (BEHIND_WAIT_SECONDS at most): the load
+  slows to what the projection keeps up with (`wake`).
 - `sync`: the same subscriber projects on the committing thread, right after the commit
   (the writer's call returns with its view change committed; the test suite runs this).
 - Either way the scheduler's tick runs `sweep`: due rows older than SWEEP_AFTER_SECONDS
