@@ -320,7 +320,7 @@ def _pass(task_ids: list[str], wait: bool, take_all: bool = False) -> list[str]:
     (`take_all`, SQLite: and every other task due, `_others_due`)."""
     with transaction.atomic():
         held = _claim(task_ids, wait)
-        if take_all and not _postgres():
+        if take_all:
             held = _others_due(held)
         if not held:
             return held
@@ -430,6 +430,7 @@ def project(task_ids: Iterable[str], *, wait: bool = False, take_all: bool = Fal
     # process's pass took it) costs this read, not a pass (on SQLite: not the write lock).
     # On PostgreSQL a pass that does not wait reads it in its claim instead (`_claim`).
     ids = sorted(set(task_ids))
+    take_all = take_all and not _postgres()  # PostgreSQL's passes claim their own tasks
     todo = ids if _postgres() and not wait else _still_due(ids)
     done: set[str] = set()
     for _ in range(AGAIN_ROUNDS if _postgres() else 1):
@@ -457,7 +458,7 @@ def _isolated(batch: list[str], wait: bool, take_all: bool = False) -> list[str]
         held = _pass(batch, wait, take_all)
     except Exception as exc:
         _usable_again()
-        if take_all and not _postgres():
+        if take_all:
             taken = set(_others_due(batch)) - set(batch)
             if taken:  # maybe theirs: ours again, alone
                 _failing.suspect(taken)

@@ -266,13 +266,15 @@ async def _through_outage(call, *args) -> AsyncIterator[bytes | _Read]:
     loop = asyncio.get_running_loop()
     settings = conf.TASKDECK
     keepalive, outage = settings.stream_keepalive_seconds, settings.stream_outage_seconds
-    down, quiet_since = Outage("AG-UI run", loop.time, log), loop.time()
+    down, quiet_since = Outage("AG-UI run", loop.time, log), None
     while True:
         try:
             result = await call(*args)
         except InfrastructureFault as fault:
             if down.failed(fault) >= outage:
                 raise _Outage from fault
+            if quiet_since is None:  # keep-alives are counted from the outage's start
+                quiet_since = loop.time()
             if loop.time() - quiet_since >= keepalive:
                 quiet_since = loop.time()
                 yield KEEPALIVE
