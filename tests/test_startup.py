@@ -49,6 +49,31 @@ def test_django_setup_imports_no_door_and_no_web_server():
     assert not any(loaded.values()), loaded
 
 
+@pytest.mark.parametrize(
+    ("app", "command"),
+    [("a2a.runtime", "run_worker"), ("a2a.runtime", "run_scheduler"),
+     ("a2a.acp_host", "run_acp_host"), ("a2a.grpc_door", "run_grpc")],
+)  # fmt: skip
+def test_a_process_serving_no_page_checks_no_page(app, command):
+    """The checks a worker, the scheduler, the ACP host and the gRPC binding run as they
+    start (as BaseCommand.execute runs them) import no URLconf, and so no door: they cost
+    1.3 s of CPU at each worker's start. Taskdeck's own checks still run (a check error
+    stops them: tests/test_conf.py)."""
+    ran = _run(
+        "from django.core.management import load_command_class;"
+        "from django.core.checks import registry;"
+        "cmd = load_command_class(sys.argv[1], sys.argv[2]);"
+        "cmd.check(tags=cmd.requires_system_checks);"
+        "print(json.dumps({'urls': 'dashboard.urls' in sys.modules,"
+        " 'ours': 'taskdeck' in cmd.requires_system_checks,"
+        " 'unknown': sorted(set(cmd.requires_system_checks)"
+        " - registry.registry.tags_available(deployment_checks=True))}))",
+        app,
+        command,
+    )
+    assert ran == {"urls": False, "ours": True, "unknown": []}
+
+
 @pytest.mark.parametrize("first", ["a2a.protocol.methods", "a2a.push.methods", "a2a.jsonrpc.views"])
 def test_the_method_table_holds_the_push_methods_whichever_is_imported_first(first):
     table = _run(

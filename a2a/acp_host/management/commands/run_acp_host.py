@@ -13,10 +13,12 @@ from django.core.management.base import BaseCommand
 
 from a2a.acp_host import config
 from a2a.acp_host.supervisor import Supervisor
+from a2a.checks import PROCESS_CHECKS
 
 
 class Command(BaseCommand):
     help = "Run hosted ACP agents' sessions (the ACP host's supervisor)."
+    requires_system_checks = PROCESS_CHECKS  # it serves no page (a2a/checks.py)
 
     def handle(self, *args: Any, **options: Any) -> None:
         if not config.agents():

@@ -10,9 +10,12 @@ import asyncio
 
 from django.core.management.base import BaseCommand, CommandError
 
+from a2a.checks import PROCESS_CHECKS
+
 
 class Command(BaseCommand):
     help = "Serve the A2A 1.0 gRPC binding (and Taskdeck's pause extension service)."
+    requires_system_checks = PROCESS_CHECKS  # it serves no page (a2a/checks.py)
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default="127.0.0.1")

@@ -5,6 +5,7 @@ import signal
 from django.core.management.base import BaseCommand
 
 from a2a import conf
+from a2a.checks import PROCESS_CHECKS
 from a2a.runtime import scheduler
 
 
@@ -14,6 +15,7 @@ def _interrupt(signum, frame):
 
 class Command(BaseCommand):
     help = "Fire resume deadlines and re-queue runs whose worker died."
+    requires_system_checks = PROCESS_CHECKS  # it serves no page (a2a/checks.py)
 
     def add_arguments(self, parser):
         parser.add_argument(

@@ -32,6 +32,7 @@ from django_tasks_db.management.commands import db_worker
 from django_tasks_db.management.commands.db_worker import Command as DbWorkerCommand
 
 from a2a import collector
+from a2a.checks import PROCESS_CHECKS
 from a2a.runtime import beats, doorbell
 from a2a.runtime.faults import describe, discard_connections, is_infrastructure
 from a2a.runtime.leases import WORKER_ID
@@ -41,6 +42,7 @@ log = logging.getLogger(__name__)
 
 class Command(DbWorkerCommand):
     help = "Run agent jobs (db_worker with beats and database-fault tolerance)."
+    requires_system_checks = PROCESS_CHECKS  # it serves no page (a2a/checks.py)
 
     def handle(self, *args: Any, **options: Any) -> None:
         # Everything loaded so far (Django, the apps, the agents) lives as long as the
