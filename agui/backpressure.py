@@ -11,6 +11,8 @@ holds for this socket is below LOW_WATER_FRACTION of that bound.
 The server is the one that knows what it holds: its adapter registers a reader
 (`set_reader`, done by dashboard/websocket_limits.py for Daphne); with none (another
 server, the tests' in-process communicator) `drained` is one turn of the loop, as before.
+It also says whether the socket is closing (`set_closing`): nothing more is worth doing
+for one.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ STALL_SECONDS = 5.0  # no progress for this long: stop waiting (the guard then d
 POLL_SECONDS = 0.005  # the server's buffer gives no event to await: look this often
 
 _reader: Callable[[Any], int | None] | None = None
+_closing: Callable[[Any], bool] | None = None
 
 
 def set_reader(reader: Callable[[Any], int | None] | None) -> None:
@@ -33,6 +36,20 @@ def set_reader(reader: Callable[[Any], int | None] | None) -> None:
     _reader = reader
 
 
+def set_closing(check: Callable[[Any], bool] | None) -> None:
+    """`check(send)`: whether the server is closing, or has closed, the socket whose ASGI
+    `send` callable this is (what is sent to it is dropped)."""
+    global _closing
+    _closing = check
+
+
+def closing(send: Any) -> bool:
+    """Whether the socket behind `send` is closing or closed (False when no server adapter
+    can tell): work for it is wasted, so a consumer answers nothing more."""
+    check = _closing
+    return check is not None and check(send)
+
+
 async def drained(send: Any, bound: int) -> None:
     """Return once the socket behind `send` holds under bound / LOW_WATER_FRACTION unsent
     bytes — or once nothing moved for STALL_SECONDS (a client that stopped reading: the
@@ -40,7 +57,7 @@ async def drained(send: Any, bound: int) -> None:
     first: the transport writes to the kernel only when the loop turns."""
     await asyncio.sleep(0)
     reader = _reader
-    if reader is None:
+    if reader is None or closing(send):  # a closing socket drains nothing more
         return
     low = bound // LOW_WATER_FRACTION
     held = reader(send)

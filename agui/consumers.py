@@ -278,6 +278,10 @@ class ViewConsumer(AsyncWebsocketConsumer):
         guards.discard(self)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None):
+        if backpressure.closing(self.base_send):
+            # the server is closing this socket (its client stopped reading, or closed it):
+            # what the client asked before goes unanswered, instead of a snapshot apiece
+            return
         try:
             message = json.loads(text_data or "")
         except (ValueError, RecursionError):  # RecursionError: "[[[[…" a client sent

@@ -52,23 +52,42 @@ def pending_bytes(transport) -> int:
     return held + getattr(transport, "_tempDataLen", 0)
 
 
-def unsent_for(send) -> int | None:
-    """What Daphne holds unsent for the socket whose ASGI `send` this is: Daphne hands each
+def _protocol_of(send):
+    """Daphne's protocol of the socket whose ASGI `send` this is: Daphne hands each
     application `functools.partial(server.handle_reply, protocol)` (daphne.server
-    `create_application`), so the protocol, and its transport, are in the partial's args;
-    Channels' session middleware wraps it (`InstanceSessionWrapper.send`, the original
-    kept as `real_send`). None for another server. Registered with agui.backpressure,
-    which paces a socket's long opening by it (so a client that reads is never taken for
-    one that does not)."""
+    `create_application`), so the protocol is in the partial's args; Channels' session
+    middleware wraps it (`InstanceSessionWrapper.send`, the original kept as
+    `real_send`). None for another server."""
     for _ in range(8):  # middleware layers, unwrapped
         for arg in getattr(send, "args", ()):
-            transport = getattr(arg, "transport", None)
-            if transport is not None and hasattr(arg, "handle_reply"):
-                return pending_bytes(transport)
+            if getattr(arg, "transport", None) is not None and hasattr(arg, "handle_reply"):
+                return arg
         send = getattr(getattr(send, "__self__", None), "real_send", None)
         if send is None:
             return None
     return None
+
+
+def unsent_for(send) -> int | None:
+    """What Daphne holds unsent for the socket whose ASGI `send` this is (None for another
+    server). Registered with agui.backpressure, which paces a socket's long opening by it
+    (so a client that reads is never taken for one that does not)."""
+    protocol = _protocol_of(send)
+    return None if protocol is None else pending_bytes(protocol.transport)
+
+
+def closing_for(send) -> bool:
+    """Whether Daphne is closing, or has closed, the socket whose ASGI `send` this is:
+    closed above for not reading, or by its client. Registered with agui.backpressure:
+    the consumer answers nothing more for it. A client that stopped reading and went on
+    asking (755 resyncs in tests/agui/test_socket_limits.py) had each one answered with
+    a fresh snapshot after its socket was gone, until Daphne gave up on the consumer 10 s
+    later (its application_close_timeout)."""
+    protocol = _protocol_of(send)
+    return protocol is not None and protocol.state in (
+        protocol.STATE_CLOSING,
+        protocol.STATE_CLOSED,
+    )
 
 
 def install() -> None:
@@ -81,6 +100,7 @@ def install() -> None:
     from agui import backpressure
 
     backpressure.set_reader(unsent_for)
+    backpressure.set_closing(closing_for)
 
     handle_reply = WebSocketProtocol.handle_reply
 

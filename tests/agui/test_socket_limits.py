@@ -31,20 +31,43 @@ from agui import backpressure
 from agui.consumers import RATE_LIMITED
 from dashboard import websocket_limits
 from dashboard.websocket_limits import NOT_READING
-from tests.conftest import LOCAL_TLS, start_daphne, stop_daphne
+from tests.conftest import LOCAL_TLS, _application, start_daphne, stop_daphne
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ORIGIN = {"Origin": "http://127.0.0.1"}
 
 
+# The kernel's send buffer of each socket the small-buffered server accepts. Loopback grows
+# it up to 4 MB (net.ipv4.tcp_wmem), which the unread snapshots must fill before the
+# server's own bound is met: the test took 11 s with it, 5-6 s with 64 KB (128 KB as Linux
+# doubles it). The bound under test is the server's, above whatever the kernel holds.
+SMALL_SEND_BUFFER = 64 * 1024
+
+
+def _small_send_buffers():
+    """Runs in the forked server: every accepted socket gets SMALL_SEND_BUFFER."""
+    from twisted.internet import tcp
+
+    accepted = tcp.Server.__init__
+
+    def init(self, sock, *args, **kwargs) -> None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SMALL_SEND_BUFFER)
+        accepted(self, sock, *args, **kwargs)
+
+    tcp.Server.__init__ = init
+    return _application()
+
+
 @pytest.fixture
 def server(django_db_blocker) -> Iterator[Callable[..., str]]:
     """`server(**environ)`: a Daphne of the test's own, forked with these TASKDECK_*
-    variables; returns its http:// base. Stopped after the test."""
+    variables; returns its http:// base. Stopped after the test. `small_buffers=True`:
+    its sockets' kernel send buffers are small (SMALL_SEND_BUFFER)."""
     procs = []
 
-    def start(**environ: str) -> str:
-        proc = start_daphne(django_db_blocker, environ=environ)
+    def start(small_buffers: bool = False, **environ: str) -> str:
+        application = _small_send_buffers if small_buffers else _application
+        proc = start_daphne(django_db_blocker, application, environ=environ)
         procs.append(proc)
         return f"http://127.0.0.1:{proc.port.value}"
 
@@ -152,7 +175,7 @@ def test_a_socket_that_stops_reading_is_closed_with_a_reason(server, make_task, 
     monkeypatch.setattr(backpressure, "STALL_SECONDS", 0.5)
     for _ in range(60):
         make_task("working")  # a snapshot of some 25 KB
-    base = server(TASKDECK_VIEW_SOCKET_BUFFER_BYTES="65536")
+    base = server(small_buffers=True, TASKDECK_VIEW_SOCKET_BUFFER_BYTES="65536")
     headers = key("slow", scopes=("read", "operator"))
     port = int(base.rsplit(":", 1)[1])
     sock = socket.create_connection(("127.0.0.1", port))
