@@ -56,7 +56,10 @@ FAST = {
     "TASKDECK_BEAT_SECONDS": "0.25",
     "TASKDECK_DEAD_SECONDS": "1.5",
     "TASKDECK_RETRY_SECONDS": "0.1",
-    "TASKDECK_ACP_POLL_SECONDS": "0.05",  # ACP sessions re-read their log (no Redis here)
+    # the production default (ACP doors re-read their tasks' log this often without Redis;
+    # the ACP host's supervisors look for free sessions, which its bell rings them to): at
+    # 0.05 s the ACP tests took 6-17 % more CPU in the same time (docs/testing.md)
+    "TASKDECK_ACP_POLL_SECONDS": "0.25",
     "TASKDECK_EXTRA_AGENTS": "tests.runtime.agents.flaky,tests.runtime.agents.shifty,"
     "tests.runtime.agents.asker,tests.runtime.agents.fragile",
     # push: webhooks on 127.0.0.1 (the tests' own servers), quick retries
