@@ -11,11 +11,14 @@ import json
 
 import pytest
 from asgiref.sync import async_to_sync
-from channels.routing import get_default_application
+from channels.auth import AuthMiddlewareStack
+from channels.routing import URLRouter
+from channels.security.websocket import AllowedHostsOriginValidator
 from channels.testing import WebsocketCommunicator
 
 from a2a import api_keys
 from agui import backpressure
+from agui.routing import websocket_urlpatterns
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -23,7 +26,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 async def _opened(token: str) -> WebsocketCommunicator:
     """A socket whose opening (snapshot, then the counts) has been read."""
     headers = [(b"authorization", f"Bearer {token}".encode()), (b"origin", b"http://127.0.0.1")]
-    ws = WebsocketCommunicator(get_default_application(), "/ws/agui/", headers=headers)
+    # the browser sockets' stack of dashboard/asgi.py, whose import would patch Daphne
+    # and freeze the collector in this process
+    sockets = AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
+    ws = WebsocketCommunicator(sockets, "/ws/agui/", headers=headers)
     connected, _ = await ws.connect(timeout=30)
     assert connected
     assert (await ws.receive_json_from(timeout=30))["type"] == "STATE_SNAPSHOT"
