@@ -120,33 +120,28 @@ test: $(STAMP)
 	@test -x /usr/bin/chromium || { apt-get update -qq && apt-get install -y -qq chromium; }
 	$(VENV)/bin/ruff check .
 	@$(MAKE) --no-print-directory interop-venv acp-peers test-tools
-	@# Seven pytest processes side by side: each database's tests without a browser in three
-	@# parts (the runtime's and the ACP door's tests, which wait on the processes they start;
-	@# the A2A core's and the dashboard's; the rest), and the browser tests of both databases
-	@# in turn. They share nothing (own test databases, ports, Redis databases); run alone,
-	@# each keeps half a core busy (docs/testing.md). Each one's output is printed whole
-	@# when it ends (--output-sync).
+	@# Five pytest processes side by side: each database's tests without a browser in two
+	@# halves (the runtime's and the ACP door's tests, which wait on the processes they start,
+	@# and the rest), and the browser tests of both databases in turn. They share nothing
+	@# (own test databases, ports, Redis databases); run alone, each keeps half a core busy
+	@# (docs/testing.md). Each one's output is printed whole when it ends (--output-sync).
 	@if $(PY) -c "import psycopg,sys; psycopg.connect('$(PG_URL)'.rsplit('/',1)[0]+'/postgres', connect_timeout=3).close()" 2>/dev/null; then \
-	  $(MAKE) --no-print-directory -j7 --output-sync=target test-sqlite-processes \
-	    test-sqlite-core test-sqlite-rest test-postgres-processes test-postgres-core \
-	    test-postgres-rest test-browsers; \
+	  $(MAKE) --no-print-directory -j5 --output-sync=target test-sqlite-processes \
+	    test-sqlite-rest test-postgres-processes test-postgres-rest test-browsers; \
 	elif [ "$$TASKDECK_REQUIRE_POSTGRES" = "1" ]; then \
 	  echo "PostgreSQL is not reachable at $(PG_URL) and TASKDECK_REQUIRE_POSTGRES=1"; exit 1; \
 	else $(MAKE) --no-print-directory test-sqlite; \
 	  echo "PostgreSQL not reachable: skipped the PostgreSQL run"; fi
 
 .PHONY: test-sqlite-unit test-sqlite-browser test-postgres-unit test-postgres-browser test-browsers
-.PHONY: test-sqlite-processes test-sqlite-core test-sqlite-rest
-.PHONY: test-postgres-processes test-postgres-core test-postgres-rest
+.PHONY: test-sqlite-processes test-sqlite-rest test-postgres-processes test-postgres-rest
 PG_TEST_ENV = DATABASE_URL=$(PG_URL) TASKDECK_EXPECT_POSTGRES=1
 # each PostgreSQL run has a Redis database of its own on REDIS's server (they may run side
 # by side): REDIS without its database number
 REDIS_DB = $(patsubst %/,%,$(dir $(REDIS)))
-# the tests that start and wait on Taskdeck's processes and ACP peers (a part of a run)
+# the tests that start and wait on Taskdeck's processes and ACP peers (one half of a run)
 PROCESS_TESTS = tests/runtime tests/acp_door
-# the A2A core's and the dashboard's tests (another part): the rest is a third
-CORE_TESTS = tests/a2a tests/dashboard
-REST_ONLY = $(foreach d,$(PROCESS_TESTS) $(CORE_TESTS),--ignore=$(d))
+NOT_PROCESS_TESTS = $(foreach d,$(PROCESS_TESTS),--ignore=$(d))
 
 # Browser tests run in their own pytest process: sync Playwright keeps an event loop in
 # the main thread, which the async and ORM tests must not share
@@ -160,11 +155,8 @@ test-sqlite-unit: $(STAMP) interop-venv acp-peers test-tools
 test-sqlite-processes: $(STAMP) interop-venv acp-peers test-tools
 	$(VENV)/bin/pytest -p no:cacheprovider $(PROCESS_TESTS)
 
-test-sqlite-core: $(STAMP) interop-venv acp-peers test-tools
-	$(VENV)/bin/pytest -p no:cacheprovider $(CORE_TESTS)
-
 test-sqlite-rest: $(STAMP) interop-venv acp-peers test-tools
-	$(VENV)/bin/pytest -p no:cacheprovider tests --ignore=tests/browser $(REST_ONLY)
+	$(VENV)/bin/pytest -p no:cacheprovider tests --ignore=tests/browser $(NOT_PROCESS_TESTS)
 
 test-sqlite-browser: $(STAMP) interop-venv acp-peers test-tools
 	$(VENV)/bin/pytest -p no:cacheprovider tests/browser
@@ -175,12 +167,9 @@ test-postgres-unit: $(STAMP) interop-venv acp-peers test-tools
 test-postgres-processes: $(STAMP) interop-venv acp-peers test-tools
 	$(PG_TEST_ENV) REDIS_URL=$(REDIS_DB)/2 $(VENV)/bin/pytest -p no:cacheprovider $(PROCESS_TESTS)
 
-test-postgres-core: $(STAMP) interop-venv acp-peers test-tools
-	$(PG_TEST_ENV) REDIS_URL=$(REDIS_DB)/4 $(VENV)/bin/pytest -p no:cacheprovider $(CORE_TESTS)
-
 test-postgres-rest: $(STAMP) interop-venv acp-peers test-tools
 	$(PG_TEST_ENV) REDIS_URL=$(REDIS_DB)/3 $(VENV)/bin/pytest -p no:cacheprovider tests \
-	  --ignore=tests/browser $(REST_ONLY)
+	  --ignore=tests/browser $(NOT_PROCESS_TESTS)
 
 # the browser tests marked `pages` (layout, accessibility, page tools) do not depend on the
 # database: the SQLite run has them; the PostgreSQL run keeps the live-update ones
