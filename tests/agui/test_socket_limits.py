@@ -23,7 +23,7 @@ import httpx
 import pytest
 from django.core.cache import cache
 from websockets.asyncio.client import connect as aconnect
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidMessage
 from websockets.sync.client import connect
 
 from a2a import api_keys, rate_limits
@@ -121,8 +121,15 @@ def test_sockets_opened_at_once_share_one_reader_that_stops_when_they_go(server,
     # a burst aborted while opening (dropped, no close handshake) leaves nothing reading
     async def abort_all(n: int) -> None:
         async def one():
-            async with aconnect(ws_url(base), additional_headers=headers, open_timeout=60) as ws:
-                ws.transport.abort()
+            try:
+                async with aconnect(
+                    ws_url(base), additional_headers=headers, open_timeout=60
+                ) as ws:
+                    ws.transport.abort()
+            except InvalidMessage:
+                # the server dropped it while opening (Daphne gives a handshake 5 s, which a
+                # burst on a loaded machine can outlast, CI 2026-11-29): aborted all the same
+                pass
 
         await asyncio.gather(*(one() for _ in range(n)))
 
