@@ -230,7 +230,9 @@ def test_the_checks_refuse_an_agent_module_that_does_not_load(settings):
 # --- start-up, as a process sees it ---------------------------------------------------------
 
 
-def _manage_check(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+def _manage_check(
+    tmp_path: Path, command: str = "check", **env: str
+) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("TASKDECK_", "DJANGO_"))}
     clean.update(
         DJANGO_SETTINGS_MODULE="dashboard.settings",
@@ -239,7 +241,7 @@ def _manage_check(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
         **env,
     )
     return subprocess.run(
-        [sys.executable, str(ROOT / "manage.py"), "check"],
+        [sys.executable, str(ROOT / "manage.py"), command],
         cwd=ROOT, env=clean, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
 
@@ -265,3 +267,11 @@ def test_a_check_error_stops_manage_py_naming_the_variable(tmp_path):
         tmp_path, TASKDECK_DEFAULT_SKILL="tck", TASKDECK_EXTRA_AGENTS="a2a.runtime.agents.tck"
     )
     assert asked.returncode == 0, asked.stderr
+
+
+def test_a_check_error_stops_a_worker_before_it_serves(tmp_path):
+    """A worker runs only the checks of a process that serves no page (a2a.checks
+    PROCESS_CHECKS), Taskdeck's among them: the same error stops it at start."""
+    done = _manage_check(tmp_path, "run_worker", TASKDECK_DEFAULT_SKILL="tck")
+    assert done.returncode != 0
+    assert "(taskdeck.E003) TASKDECK_DEFAULT_SKILL is 'tck': no agent offers" in done.stderr

@@ -58,7 +58,7 @@ def test_a_process_serving_no_page_checks_no_page(app, command):
     """The checks a worker, the scheduler, the ACP host and the gRPC binding run as they
     start (as BaseCommand.execute runs them) import no URLconf, and so no door: they cost
     1.3 s of CPU at each worker's start. Taskdeck's own checks still run (a check error
-    stops them: tests/test_conf.py)."""
+    stops a worker: tests/test_conf.py)."""
     ran = _run(
         "from django.core.management import load_command_class;"
         "from django.core.checks import registry;"
