@@ -59,6 +59,23 @@ def _var_dir(environ: Environ) -> str:
     return environ.get("TASKDECK_VAR_DIR", str(BASE_DIR / "var"))
 
 
+def _on_sqlite(environ: Environ) -> bool:
+    url = environ.get("DATABASE_URL", "")
+    return not url or url.startswith("sqlite")
+
+
+def _call_threads(environ: Environ) -> int:
+    # SQLite takes one writer at a time: more threads only queue at its lock and the GIL.
+    # PostgreSQL's calls wait on the network and on fsync: Python's own default overlaps them.
+    return 2 if _on_sqlite(environ) else min(32, (os.cpu_count() or 1) + 4)
+
+
+def _call_nice(environ: Environ) -> int:
+    # On PostgreSQL, lowered call threads cost a quarter to half of the writes' throughput
+    # (docs/production.md, "Calls below the live view"): there they keep the priority.
+    return 5 if _on_sqlite(environ) else 0
+
+
 def _sessions_dir(environ: Environ) -> str:
     # Not under the var dir: an agent with a shell of its own must not find Taskdeck's
     # SQLite database and keys beside its working directory.
@@ -197,6 +214,20 @@ class Taskdeck(Section):
         "thread",
         "where a confirmed bulk action runs",
         choices=("thread", "inline"),
+    )
+    # dashboard/call_threads.py: the web process's threads for the A2A calls' work, on
+    # SQLite few and below the process's CPU priority, so that the live view's come first
+    call_threads = Whole(
+        "TASKDECK_CALL_THREADS",
+        _call_threads,
+        "threads per web process that run the A2A calls' database work",
+        at_least=1,
+    )
+    call_nice = Whole(
+        "TASKDECK_CALL_NICE",
+        _call_nice,
+        "how many nice steps below its web process those threads run (0: at its priority)",
+        at_least=0,
     )
     stream_poll_seconds = Number(
         "TASKDECK_STREAM_POLL_SECONDS",

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 
-from a2a import conf, localwake
+from a2a import conf, localwake, os_threads
 
 if TYPE_CHECKING:
     from a2a.models import TaskEvent
@@ -173,13 +173,27 @@ class _SenderLoop:
             if self.pid != os.getpid() or self.loop is None or self.loop.is_closed():
                 loop = asyncio.new_event_loop()
                 threading.Thread(
-                    target=loop.run_forever, name="taskdeck-announce", daemon=True
+                    target=self._run, args=(loop,), name="taskdeck-announce", daemon=True
                 ).start()
                 self.pid, self.loop = os.getpid(), loop
             return self.loop
 
+    @staticmethod
+    def _run(loop: asyncio.AbstractEventLoop) -> None:
+        os_threads.name()
+        loop.run_forever()
+
 
 sender_loop = _SenderLoop()
+
+
+def start_sender() -> None:
+    """Start the sender loop's thread now, when the layer crosses processes, rather than
+    on the first announcement: it runs at the priority of the thread that starts it
+    (dashboard/call_threads.py)."""
+    layer = get_channel_layer()
+    if layer is not None and crosses_processes(layer):
+        sender_loop.get()
 
 
 def crosses_processes(layer: Any) -> bool:

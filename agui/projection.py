@@ -55,7 +55,7 @@ from django.db import close_old_connections, connection, transaction
 from django.db.models import Min, OuterRef, Subquery
 from django.utils import timezone
 
-from a2a import conf
+from a2a import conf, os_threads
 from a2a import selectors as a2a_selectors
 from a2a.event_kinds import EventKind, is_agent_text
 from a2a.health import Lag, projection_lag
@@ -631,16 +631,23 @@ class Projector:
             if not self.pending:
                 self.waiting_since = now
             self.pending.add(task_id)
-            if self.thread is None or not self.thread.is_alive():
-                self.thread = threading.Thread(
-                    target=self._run, name="taskdeck-projector", daemon=True
-                )
-                self.thread.start()
+            self._start()
             ours = self.taken + 1
         self.woken.set()
         if behind and threading.current_thread() is not self.thread:
             with self.ended:
                 self.ended.wait_for(lambda: self.finished >= ours, BEHIND_WAIT_SECONDS)
+
+    def start(self) -> None:
+        """Start the thread now rather than on the first change: it runs at the priority of
+        the thread that starts it (dashboard/call_threads.py)."""
+        with self.lock:
+            self._start()
+
+    def _start(self) -> None:
+        if self.thread is None or not self.thread.is_alive():
+            self.thread = threading.Thread(target=self._run, name="taskdeck-projector", daemon=True)
+            self.thread.start()
 
     def take(self) -> list[str]:
         with self.lock:
@@ -655,6 +662,7 @@ class Projector:
             self.ended.notify_all()
 
     def _run(self) -> None:
+        os_threads.name()
         with self.passing:
             try:
                 project_due()  # what a previous life of this process (or another) left
@@ -715,6 +723,12 @@ class Projector:
 
 _projector = Projector()
 atexit.register(_projector.drain)
+
+
+def start() -> None:
+    """Start this process's projector thread, when passes run on one (`thread`)."""
+    if conf.VIEW.projection == "thread":
+        _projector.start()
 
 
 def wake(event: TaskEvent) -> None:

@@ -18,7 +18,7 @@ import os
 # Daphne's protocol classes do), which would install Twisted's default reactor and make
 # Daphne replace it with a warning. Daphne's Django app did this when it was installed in
 # every process (dashboard/settings.py says why it no longer is).
-import daphne.server  # noqa: F401
+import daphne.server
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
@@ -32,13 +32,20 @@ django_asgi_app = get_asgi_application()
 from a2a import collector  # noqa: E402
 from a2a.acp_door.remote import SOCKET_PATHS, AcpSocket  # noqa: E402
 from agui.routing import websocket_urlpatterns  # noqa: E402
-from dashboard import body_limit, fair_accept, reason_phrase, websocket_limits  # noqa: E402
+from dashboard import (  # noqa: E402
+    body_limit,
+    call_threads,
+    fair_accept,
+    reason_phrase,
+    websocket_limits,
+)
 from dashboard.protocol_handler import ProtocolHandler, is_protocol_path  # noqa: E402
 
 body_limit.install()  # Daphne reads whole bodies before the app runs: limit them as they arrive
 websocket_limits.install()  # Daphne buffers for a socket that does not read: bound it
 reason_phrase.install()  # Daphne writes a refusal's words on the status line
 fair_accept.install()  # the web processes share a burst of new connections
+call_threads.install(daphne.server.twisted_loop)  # the calls' work below the live view's
 protocol_app = ProtocolHandler()
 acp_socket = AcpSocket()
 browser_sockets = AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))

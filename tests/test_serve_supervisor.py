@@ -176,6 +176,38 @@ def test_healthz_shows_every_child_of_serve(serve):
         assert child["state"] == "running" and alive(child["pid"]), child
 
 
+def _threads(pid: int) -> list[tuple[str, int]]:
+    """(system name, nice) of each thread of process `pid`, the main thread first."""
+    found = []
+    for tid in sorted(os.listdir(f"/proc/{pid}/task"), key=lambda t: int(t) != pid):
+        with contextlib.suppress(FileNotFoundError):  # a thread that ended meanwhile
+            comm = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+            stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+            found.append((comm, int(stat.rsplit(")", 1)[1].split()[16])))  # field 19: nice
+    return found
+
+
+def test_a_web_process_runs_the_calls_below_its_live_view(serve):
+    """dashboard/call_threads.py: in each web process the A2A calls' work runs on two
+    threads five nice steps below the process, while its event loop and its projector
+    thread (started before any call could start it) keep the process's priority."""
+    with httpx.Client(base_url=f"http://127.0.0.1:{serve.port}", timeout=10) as client:
+        for _ in range(8):  # refused (no key) by a call thread, where credentials are read
+            answer = client.post("/a2a/", json={"jsonrpc": "2.0", "id": 1, "method": "GetTask"})
+            assert answer.status_code == 401, answer.text
+            client.cookies.clear()
+    webs = [c["pid"] for n, c in serve.children().items() if n.startswith("web-")]
+    calls_seen = 0
+    for pid in webs:
+        threads = _threads(pid)
+        base = threads[0][1]
+        calls = [nice for comm, nice in threads if comm.startswith("taskdeck-call")]
+        assert calls == [base + 5] * len(calls) and len(calls) <= 2, threads
+        assert [nice for comm, nice in threads if comm == "taskdeck-projec"] == [base], threads
+        calls_seen += len(calls)
+    assert calls_seen, "no call thread in any web process"
+
+
 def _answers(host: str, port: int) -> bool:
     with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=1):
         return True
