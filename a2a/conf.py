@@ -59,21 +59,10 @@ def _var_dir(environ: Environ) -> str:
     return environ.get("TASKDECK_VAR_DIR", str(BASE_DIR / "var"))
 
 
-def _on_sqlite(environ: Environ) -> bool:
-    url = environ.get("DATABASE_URL", "")
-    return not url or url.startswith("sqlite")
-
-
 def _call_threads(environ: Environ) -> int:
-    # SQLite takes one writer at a time: more threads only queue at its lock and the GIL.
-    # PostgreSQL's calls wait on the network and on fsync: Python's own default overlaps them.
-    return 2 if _on_sqlite(environ) else min(32, (os.cpu_count() or 1) + 4)
-
-
-def _call_nice(environ: Environ) -> int:
-    # On PostgreSQL, lowered call threads cost a quarter to half of the writes' throughput
-    # (docs/production.md, "Calls below the live view"): there they keep the priority.
-    return 5 if _on_sqlite(environ) else 0
+    # Daphne's own variable when it is set, else Python's default for an executor
+    asgi_threads = environ.get("ASGI_THREADS", "")
+    return int(asgi_threads) if asgi_threads.isdigit() else min(32, (os.cpu_count() or 1) + 4)
 
 
 def _sessions_dir(environ: Environ) -> str:
@@ -215,8 +204,9 @@ class Taskdeck(Section):
         "where a confirmed bulk action runs",
         choices=("thread", "inline"),
     )
-    # dashboard/call_threads.py: the web process's threads for the A2A calls' work, on
-    # SQLite few and below the process's CPU priority, so that the live view's come first
+    # dashboard/call_threads.py: the web process's threads for the A2A calls' work, and
+    # how far below the process's CPU priority they run (lowered, the live view's threads
+    # come first under load, at a cost in CPU per call: docs/production.md)
     call_threads = Whole(
         "TASKDECK_CALL_THREADS",
         _call_threads,
@@ -225,7 +215,7 @@ class Taskdeck(Section):
     )
     call_nice = Whole(
         "TASKDECK_CALL_NICE",
-        _call_nice,
+        0,
         "how many nice steps below its web process those threads run (0: at its priority)",
         at_least=0,
     )

@@ -1,23 +1,20 @@
-"""A web process's call threads: on SQLite, few of them and below the rest of the
-process's CPU priority.
+"""A web process's call threads: how many, and how far below the rest of the process's
+CPU priority they run.
 
 The A2A calls' database work (the JSON-RPC, HTTP+JSON and stream handlers, inline agents'
-steps) runs on the event loop's default executor. Daphne leaves it at Python's default,
-min(32, cores + 4) threads, all at the process's priority. On SQLite, under a load that
-keeps every core busy (sixteen blocking sends in flight on two cores), that is six
-threads per process taking turns at one GIL with the event loop and the projector
-thread, and queueing at the one write lock: a change waited behind the calls at every
-hop between its commit and the sockets (commit -> STATE_DELTA p99 69-77 ms,
-bench/agui_fanout.py --load 16 --web 2).
+steps) runs on the event loop's default executor: TASKDECK_CALL_THREADS threads (by
+default Daphne's ASGI_THREADS, else Python's min(32, cores + 4)), each TASKDECK_CALL_NICE
+nice steps below the process (0 by default: at its priority).
 
-Here the executor has TASKDECK_CALL_THREADS threads, each TASKDECK_CALL_NICE nice steps
-below the process: on SQLite 2 and 5, and the kernel runs the event loop, the log's
-reader and the projector first when they are ready, the calls with what is left (p99
-38-55 ms, the calls' throughput within the runs' spread). On PostgreSQL the defaults
-are Python's thread count at the process's priority: lowered call threads cost a quarter
-to almost half of the writes' throughput there (bench/load.py). Why is not known; the
-calls there wait on the network and on fsync more than on a core. Figures:
-docs/production.md, "Calls below the live view".
+Lowered, they let the kernel run the process's event loop, the log's reader and the
+projector first whenever those are ready, and the calls with what is left. On SQLite,
+with sixteen blocking sends in flight on two cores, two call threads five steps below
+took commit -> STATE_DELTA at p99 from 69-77 ms to 31-55 ms (bench/agui_fanout.py --load
+16 --web 2); but every write then cost more CPU (blocking send +23 %, pause+resume +44 %,
+bench/load.py), and on PostgreSQL the writes lost a quarter to almost half of their
+throughput. So it is the operator's choice, not the default: a board watched under a
+saturating load, against the most calls a core can serve. Figures: docs/production.md,
+"Calls below the live view".
 
 A thread starts at its creator's priority, and a lowered thread cannot raise its own
 back: the threads the live view runs on are started here, from the process's main

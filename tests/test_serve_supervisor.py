@@ -77,6 +77,8 @@ def environment(tmp_path_factory) -> dict[str, str]:
         TASKDECK_DEBUG="0",
         TASKDECK_ALLOWED_HOSTS="127.0.0.1",
         TASKDECK_VAR_DIR=str(var),
+        TASKDECK_CALL_THREADS="2",  # dashboard/call_threads.py, lowered (off by default)
+        TASKDECK_CALL_NICE="5",
     )
     migrated = subprocess.run(
         [sys.executable, str(ROOT / "manage.py"), "migrate", "--noinput", "-v0"],
@@ -188,9 +190,10 @@ def _threads(pid: int) -> list[tuple[str, int]]:
 
 
 def test_a_web_process_runs_the_calls_below_its_live_view(serve):
-    """dashboard/call_threads.py: in each web process the A2A calls' work runs on two
-    threads five nice steps below the process, while its event loop and its projector
-    thread (started before any call could start it) keep the process's priority."""
+    """dashboard/call_threads.py, set as `environment` sets it: in each web process the
+    A2A calls' work runs on two threads five nice steps below the process, while its
+    event loop and its projector thread (started before any call could start it) keep
+    the process's priority."""
     with httpx.Client(base_url=f"http://127.0.0.1:{serve.port}", timeout=10) as client:
         for _ in range(8):  # refused (no key) by a call thread, where credentials are read
             answer = client.post("/a2a/", json={"jsonrpc": "2.0", "id": 1, "method": "GetTask"})
