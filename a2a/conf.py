@@ -59,24 +59,10 @@ def _var_dir(environ: Environ) -> str:
     return environ.get("TASKDECK_VAR_DIR", str(BASE_DIR / "var"))
 
 
-def _on_sqlite(environ: Environ) -> bool:
-    url = environ.get("DATABASE_URL", "")
-    return not url or url.startswith("sqlite")
-
-
 def _call_threads(environ: Environ) -> int:
-    # Daphne's own variable when it is set; else on SQLite, one writer at a time, two (more
-    # only queue at its lock and the GIL), and elsewhere Python's default for an executor
+    # Daphne's own variable when it is set, else Python's default for an executor
     asgi_threads = environ.get("ASGI_THREADS", "")
-    if asgi_threads.isdigit():
-        return int(asgi_threads)
-    return 2 if _on_sqlite(environ) else min(32, (os.cpu_count() or 1) + 4)
-
-
-def _call_nice(environ: Environ) -> int:
-    # lowered on SQLite only: on PostgreSQL it cost a quarter to half of the writes'
-    # throughput (docs/production.md, "Calls below the live view")
-    return 5 if _on_sqlite(environ) else 0
+    return int(asgi_threads) if asgi_threads.isdigit() else min(32, (os.cpu_count() or 1) + 4)
 
 
 def _sessions_dir(environ: Environ) -> str:
@@ -220,7 +206,7 @@ class Taskdeck(Section):
     )
     # dashboard/call_threads.py: the web process's threads for the A2A calls' work, and
     # how far below the process's CPU priority they run (lowered, the live view's threads
-    # come first under load: docs/production.md, "Calls below the live view")
+    # come first under load, at a cost in CPU per call: docs/production.md)
     call_threads = Whole(
         "TASKDECK_CALL_THREADS",
         _call_threads,
@@ -229,7 +215,7 @@ class Taskdeck(Section):
     )
     call_nice = Whole(
         "TASKDECK_CALL_NICE",
-        _call_nice,
+        0,
         "how many nice steps below its web process those threads run (0: at its priority)",
         at_least=0,
     )

@@ -2,18 +2,18 @@
 CPU priority they run.
 
 The A2A calls' database work (the JSON-RPC, HTTP+JSON and stream handlers, inline agents'
-steps) runs on the event loop's default executor: TASKDECK_CALL_THREADS threads, each
-TASKDECK_CALL_NICE nice steps below the process. On SQLite, 2 and 5; on PostgreSQL,
-Python's min(32, cores + 4) at the process's priority (Daphne's ASGI_THREADS, when set,
-for the count).
+steps) runs on the event loop's default executor: TASKDECK_CALL_THREADS threads (by
+default Daphne's ASGI_THREADS, else Python's min(32, cores + 4)), each TASKDECK_CALL_NICE
+nice steps below the process (0 by default: at its priority).
 
-Lowered, the calls let the kernel run the process's event loop, the log's reader and the
+Lowered, they let the kernel run the process's event loop, the log's reader and the
 projector first whenever those are ready, and the calls with what is left. On SQLite,
-with sixteen blocking sends in flight on two cores, that took commit -> STATE_DELTA at p99
-from 69-77 ms to 31-55 ms (bench/agui_fanout.py --load 16 --web 2), the writes' own
-throughput within the spread of seven alternated bench/load.py rounds. On PostgreSQL the
-writes lost a quarter to almost half of their throughput, so there it is off. Figures:
-docs/production.md, "Calls below the live view".
+with sixteen blocking sends in flight on two cores, two call threads five steps below
+took commit -> STATE_DELTA at p99 from 69-77 ms to 31-55 ms (bench/agui_fanout.py --load
+16 --web 2); but the writes then lost a sixth to over a quarter of their throughput on
+SQLite, and a fifth to almost half on PostgreSQL (bench/load.py). So it is the
+operator's choice, not the default: a board watched under a saturating load, against the
+most calls a core can serve. Figures: docs/production.md, "Calls below the live view".
 
 A thread starts at its creator's priority, and a lowered thread cannot raise its own
 back: the threads the live view runs on are started here, from the process's main
