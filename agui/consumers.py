@@ -82,13 +82,26 @@ def _bundle(
 
 
 Joining = tuple[dict, int, list[tuple[str, dict]]]  # entry, view version, pending requests
+JOIN_READS = 3  # a task changing under every read is taken as its last read says
 
 
-def _joining(task_id: str, actor: Actor | None) -> Joining | None:
+def _joining(task_id: str, actor: Actor | None) -> tuple[Joining, list] | None:
     """A task that joins a cut socket's window (it now needs a person, or is in the
-    socket's focus): its entry and version as they are now, and its pending requests."""
-    found = selectors.entries_now([task_id], actor)
-    return found.get(task_id)
+    socket's focus): its entry and version as they are now, its pending requests, and
+    their activities — read together, and again if the entry's version moved between the
+    reads. Read apart (the activities after the entry was sent), a change committed in
+    between (the request answered or cancelled) left the socket with an ACTIVITY_DELTA for
+    an activity it was never sent."""
+    found = selectors.entries_now([task_id], actor).get(task_id)
+    for _ in range(JOIN_READS):
+        if found is None:
+            return None
+        activities = selectors.pending_activities([task_id], visible_to=actor)
+        again = selectors.entries_now([task_id], actor).get(task_id)
+        if again is not None and again[1] == found[1]:
+            break
+        found = again
+    return found, activities
 
 
 def _status_after(task_id: str, events: list[dict]) -> str | None:
@@ -398,14 +411,11 @@ class ViewConsumer(AsyncWebsocketConsumer):
         found = await database_sync_to_async(_joining)(task_id, self.who)
         if found is None:
             return True  # gone from the view meanwhile: nothing to show
-        entry, version, mine = found
+        (entry, version, mine), activities = found
         ops = [{"op": "add", "path": view.task_path(task_id), "value": entry}]
         ops += [{"op": "add", "path": view.pending_path(i), "value": p} for i, p in mine]
         sent = await self._send(StateDeltaEvent(delta=ops).model_dump(by_alias=True))
         self.versions[task_id] = version
-        activities = await database_sync_to_async(selectors.pending_activities)(
-            [task_id], visible_to=self.who
-        )
         for interrupt in activities:
             event = ActivitySnapshotEvent(
                 message_id=interrupt.interrupt_id,
