@@ -177,3 +177,34 @@ def test_a_socket_takes_its_focus_from_its_address():
     assert _focus_of(b"focus=paused") == "paused"
     assert _focus_of(b"focus=%3Cscript%3E") is None
     assert _focus_of(b"") is None
+
+
+def test_a_joining_task_is_read_with_the_activities_of_the_same_version(
+    transactional_db, monkeypatch
+):
+    """agui.consumers._joining: a change committed between the reads of a joining task's
+    entry and of its activities (here: the request cancelled) is read again, so the socket
+    is never sent an entry with requests whose activities it lacks, nor activities of a
+    request its entry no longer has."""
+    from agui import consumers
+
+    task = services.create_task(user_message("approve me"), actor=CLIENT, skill="approval")
+    services.start_task(task.id, actor=AGENT)
+    services.request_input(
+        task.id, actor=AGENT, explanation="Please approve", request=APPROVAL_REQUEST
+    )
+    read = selectors.pending_activities
+    cancelled = []
+
+    def cancelled_meanwhile(*args, **kwargs):
+        if not cancelled:  # the first read of the activities: a change commits just before
+            cancelled.append(services.cancel_task(task.id, actor=CLIENT, reason="enough"))
+        return read(*args, **kwargs)
+
+    monkeypatch.setattr(selectors, "pending_activities", cancelled_meanwhile)
+    found = consumers._joining(task.id, None)
+    assert cancelled and found is not None  # a finished task stays in the view a while
+    (entry, version, mine), activities = found
+    now = selectors.entries_now([task.id], None)[task.id]
+    assert (entry, version) == now[:2]
+    assert entry["status"] == "canceled" and not mine and not activities
