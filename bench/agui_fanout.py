@@ -33,7 +33,16 @@ covers it. The lag (agui.projection.lag) is printed after each fan-out run.
 flight against the same Daphne (bench/load.py's send-blocking: the `tck` agent runs
 inline in the web process, so every call commits three changes its projector thread
 projects): commit -> received and the lag then include a busy server's and projector's
-share. wrk's calls/s over the run are printed beside the figures.
+share. The sends answered with a completed task, a second, are printed beside the
+figures; any other answer fails the run (until 2026-11-29 the per-key creation limit
+refused all but 120 of them, and the figures were taken beside refusals).
+
+"Received" is when the kernel put the frame's last packet in the client's socket
+(SO_TIMESTAMPNS, bench/_stamped_ws.py), not when this process got round to reading it:
+it reads 100 sockets on the server's own two cores, where each client of a real board
+has a CPU of its own. The time this process read each frame is printed beside, and
+"each socket after the first" is how much later than the change's first socket each
+socket's frame arrived (the spread of one change's fan-out).
 
 --web 2: the server as `make run` starts it (`manage.py serve --web 2`: two Daphne
 processes on the port, the kernel spreading the sockets and wrk's connections over them)
@@ -57,6 +66,8 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from _harness import (
@@ -70,6 +81,7 @@ from _harness import (
     wait_for,
     wait_for_port,
 )
+from _stamped_ws import StampedSocket
 
 
 def make_tasks(n: int, prefix: str) -> None:
@@ -161,52 +173,68 @@ def covered(event: dict, path: str) -> int | None:
 
 async def fanout(
     url: str, token: str, clients: int, changes: int, writer: str = "process"
-) -> list[float]:
-    import websockets
+) -> Fanout:
     from asgiref.sync import sync_to_async
 
     from a2a import services
     from a2a.models import Task
+    from agui import view
 
     task_id = await sync_to_async(lambda: Task.objects.order_by("created_at").first().id)()
     actor = services.Actor("operator", "bench")
     headers = {"Authorization": f"Bearer {token}", "Origin": "http://127.0.0.1"}
+    path = view.task_path(task_id)
+    marker = path.encode()
+    wanted: list[range] = [range(0)]  # the task versions the changes make, once known
+    snapshots = [0]
+    frames = [0]  # messages the sockets read while the changes were measured
+    received: list[dict[int, float]] = []  # per socket: version -> the kernel's arrival
+    read: list[dict[int, float]] = []  # per socket: version -> when this process read it
+    all_in = asyncio.get_running_loop().create_future()
+    complete = [0]
+
+    def reader() -> Callable[[bytes, float, float], None]:
+        got: dict[int, float] = {}
+        seen: dict[int, float] = {}
+        snapshot = [False]
+        received.append(got)
+        read.append(seen)
+
+        def on_text(payload: bytes, stamp: float, now: float) -> None:
+            if not snapshot[0]:  # what a socket is sent first ends with the snapshot
+                if json.loads(payload)["type"] == "STATE_SNAPSHOT":
+                    snapshot[0] = True
+                    snapshots[0] += 1
+                return
+            if not wanted[0]:
+                return
+            frames[0] += 1
+            # Only the messages about the measured task are decoded (this process reads
+            # every socket on the server's own two cores).
+            if marker not in payload:
+                return
+            event = json.loads(payload)
+            if event["type"] != "STATE_DELTA" or (reached := covered(event, path)) is None:
+                return
+            for version in wanted[0]:  # this delta delivers every change up to `reached`
+                if version <= reached and version not in got:
+                    got[version], seen[version] = stamp, now
+            if len(got) == len(wanted[0]):
+                complete[0] += 1
+                if complete[0] == clients and not all_in.done():
+                    all_in.set_result(None)
+
+        return on_text
+
     sockets = []
     for _ in range(clients):
-        sockets.append(await websockets.connect(url, additional_headers=headers, max_size=None))
-    for ws in sockets:  # drain snapshots
-        while True:
-            event = json.loads(await ws.recv())
-            if event["type"] == "STATE_SNAPSHOT":
-                break
-    from agui import view
-
-    path = view.task_path(task_id)
+        ws = StampedSocket(reader())
+        await ws.connect(url, headers)
+        sockets.append(ws)
+    while snapshots[0] < clients:  # the snapshots drained
+        await asyncio.sleep(0.01)
     base = await sync_to_async(lambda: Task.objects.get(pk=task_id).version)()
-    wanted = range(base + 1, base + changes + 1)  # the task versions the changes make
-    received: list[dict[int, float]] = []
-    frames = [0]  # messages the sockets read while the changes were measured
-
-    async def reader(ws) -> None:
-        got: dict[int, float] = {}
-        received.append(got)
-        while len(got) < len(wanted):
-            text = await ws.recv()
-            now = time.time()
-            frames[0] += 1
-            # Only the messages about the measured task are decoded: this process reads
-            # all 100 sockets on the server's own two cores, where each client would have
-            # a CPU of its own; decoding every message of every socket here delayed the
-            # reading of the next socket, which counted as the server's latency.
-            if path not in text:
-                continue
-            event = json.loads(text)
-            if event["type"] != "STATE_DELTA" or (reached := covered(event, path)) is None:
-                continue
-            for version in wanted:  # this delta delivers every change up to `reached`
-                if version <= reached:
-                    got.setdefault(version, now)
-
+    wanted[0] = range(base + 1, base + changes + 1)
     in_view: dict[int, float] = {}  # task version -> when the view first reached it
 
     def view_version() -> int:
@@ -219,16 +247,15 @@ async def fanout(
         """Where the time goes: the view's row polled every 5 ms (a few hundred small
         reads a second beside the load) splits commit -> received into the projection's
         part (commit -> in the view) and the fan-out's (in the view -> received)."""
-        read = sync_to_async(view_version, thread_sensitive=False)
-        while len(in_view) < len(wanted):
-            reached = await read()
+        read_view = sync_to_async(view_version, thread_sensitive=False)
+        while len(in_view) < len(wanted[0]):
+            reached = await read_view()
             now = time.time()
-            for version in wanted:
+            for version in wanted[0]:
                 if version <= reached:
                     in_view.setdefault(version, now)
             await asyncio.sleep(0.005)
 
-    readers = [asyncio.ensure_future(reader(ws)) for ws in sockets]
     watcher = asyncio.ensure_future(watch_view())
     committed: dict[int, float] = {}
     if writer == "process":
@@ -239,13 +266,32 @@ async def fanout(
             version, at = await change(task_id, i, actor)
             committed[version] = at
             await asyncio.sleep(0.05)  # 20 changes a second
-    await asyncio.wait_for(asyncio.gather(*readers, watcher), timeout=120)
-    latencies = [got[v] - committed[v] for got in received for v in got]
-    projected = [in_view[v] - committed[v] for v in wanted]
-    fanned = [got[v] - in_view[v] for got in received for v in got]
+    await asyncio.wait_for(asyncio.gather(all_in, watcher), timeout=120)
     for ws in sockets:
-        await ws.close()
-    return latencies, frames[0] / clients, (projected, fanned)
+        ws.close()
+    first = {v: min(got[v] for got in received) for v in wanted[0]}
+    return Fanout(
+        latencies=[got[v] - committed[v] for got in received for v in got],
+        read_late=[seen[v] - committed[v] for seen in read for v in seen],
+        frames=frames[0] / clients,
+        projected=[in_view[v] - committed[v] for v in wanted[0]],
+        fanned=[got[v] - in_view[v] for got in received for v in got],
+        spread=[got[v] - first[v] for got in received for v in got],
+    )
+
+
+@dataclass
+class Fanout:
+    """One fan-out run's timings, seconds: commit -> the kernel's arrival at each socket
+    (`latencies`), commit -> this process's reading of it (`read_late`), commit -> in the
+    view, in the view -> arrival, and each socket's arrival after the change's first."""
+
+    latencies: list[float]
+    read_late: list[float]
+    frames: float
+    projected: list[float]
+    fanned: list[float]
+    spread: list[float]
 
 
 def start_serve(env: dict[str, str], port: int, web: int) -> subprocess.Popen:
@@ -293,11 +339,23 @@ def start_load(port: int, token: str, connections: int, var: str) -> subprocess.
 
 
 def stop_load(wrk: subprocess.Popen) -> str:
-    """Stop wrk (SIGINT: it prints its report) and say what it did."""
+    """Stop wrk (SIGINT: it prints its report) and say what it did: the blocking sends
+    answered with a completed task a second, and any other answer (bench/wrk/common.lua
+    judges each one). A load that was refused is not the load the figures claim: it is
+    printed with its first bad answer, and the run fails."""
     wrk.send_signal(signal.SIGINT)
     out, _ = wrk.communicate(timeout=30)
-    rate = re.search(r"Requests/sec:\s*([\d.]+)", out)
-    return f"{float(rate.group(1)):.0f} blocking sends/s beside it" if rate else out[-300:]
+    found = re.search(r"BENCH ok=(\d+) bad=(\d+) requests=\d+ duration_us=(\d+)", out)
+    if not found:
+        raise RuntimeError(f"wrk did not report: {out[-300:]}")
+    ok, bad, micros = (int(g) for g in found.groups())
+    if bad:
+        sample = re.search(r"BENCH-SAMPLE (.*)", out)
+        raise RuntimeError(
+            f"{bad} of the load's {ok + bad} sends were not answered with a completed "
+            f"task: {sample.group(1)[:300] if sample else ''}"
+        )
+    return f"{ok / (micros / 1e6):.0f} blocking sends/s completed beside it"
 
 
 def main() -> None:
@@ -360,20 +418,21 @@ def main() -> None:
             gc.freeze()
             gc.disable()
             try:
-                lat, frames, (projected, fanned) = asyncio.run(
-                    fanout(url, token, n, args.changes, args.writer)
-                )
+                run = asyncio.run(fanout(url, token, n, args.changes, args.writer))
                 lag = projection.lag()
             finally:
                 gc.enable()
                 beside = f"; {stop_load(wrk)}" if wrk is not None else ""
             print(
-                f"fan-out, {n:>5} clients: commit -> STATE_DELTA received  {percentiles(lat)}"
+                f"fan-out, {n:>5} clients: commit -> STATE_DELTA received  "
+                f"{percentiles(run.latencies)}"
                 f"; lag at the end {lag.seconds * 1000:.0f} ms ({lag.due_rows} due rows)"
-                f"; {frames:.0f} messages a socket" + beside
+                f"; {run.frames:.0f} messages a socket" + beside
             )
-            print(f"  of which commit -> in the view  {percentiles(projected)}")
-            print(f"  and in the view -> received     {percentiles(fanned)}")
+            print(f"  of which commit -> in the view  {percentiles(run.projected)}")
+            print(f"  and in the view -> received     {percentiles(run.fanned)}")
+            print(f"  each socket after the first     {percentiles(run.spread)}")
+            print(f"  (read by this process: commit -> {percentiles(run.read_late)})")
     finally:
         server.terminate()
         server.wait(timeout=30)

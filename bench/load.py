@@ -5,6 +5,7 @@ against the a2a-sdk 1.3.0, in memory and on PostgreSQL. Prints a table; asserts 
     .venv/bin/python bench/load.py [--connections 16] [--seconds 10] [--warmup 2]
         [--ops get,list,send-blocking,send,pause-resume,stream]
         [--servers sdk-mem,sdk-pg,taskdeck-sqlite,taskdeck-pg] [--keep-db]
+        [--server-env KEY=VALUE ...]
 
 (`--servers sdk` means both SDK configurations, `taskdeck` both Taskdeck ones.) Needs wrk
 (the Debian package), .venv-interop (`make interop-venv`: a2a-sdk[http-server,postgresql]),
@@ -31,11 +32,15 @@ one being measured), each started, measured on every operation and stopped by th
   layer and its local wake-ups (a2a/localwake.py).
 - taskdeck-pg: as `make scale-out`: `manage.py serve --port P1,P2 --workers 2` with
   DATABASE_URL on a fresh database `taskdeck_bench` and REDIS_URL redis db 5.
-Both Taskdeck servers run with DEBUG off (TASKDECK_DEBUG=0) and the per-key task-creation
-limit off (TASKDECK_RATE_CREATE=0; its default, 120 a minute, would refuse most sends),
-and are migrated and given an API key (`manage.py create_api_key`, scopes read,write)
-sent as `Authorization: Bearer`. The SDK needs no auth. The bench's databases are dropped
-at the end (not with --keep-db).
+The servers start with an environment cleaned of every DJANGO_*, TASKDECK_*, DATABASE_URL
+and REDIS_URL variable of the shell that runs the bench, so that a setting left there never
+skews a run unseen; `--server-env KEY=VALUE` (repeatable) is how a run gives the Taskdeck
+servers a setting (e.g. `--server-env TASKDECK_CALL_NICE=5`), and the command line printed
+first shows it. Both Taskdeck servers run with DEBUG off (TASKDECK_DEBUG=0) and the
+per-key task-creation limit off (TASKDECK_RATE_CREATE=0; its default, 120 a minute, would
+refuse most sends), and are migrated and given an API key (`manage.py create_api_key`,
+scopes read,write) sent as `Authorization: Bearer`. The SDK needs no auth. The bench's
+databases are dropped at the end (not with --keep-db).
 
 Operations, A2A 1.0 methods (`A2A-Version: 1.0`; one wrk request = one JSON-RPC call):
 - get            GetTask, cycling through 100 completed tasks made before the runs.
@@ -284,9 +289,9 @@ def start_sdk(key: str, var: Path, running: list[Server]) -> Server:
     return server
 
 
-def start_taskdeck(key: str, var: Path, running: list[Server]) -> Server:
+def start_taskdeck(key: str, var: Path, running: list[Server], settings: dict[str, str]) -> Server:
     """Migrate, make an API key, start `manage.py serve` (in `running` before waiting for
-    it, so that it is stopped whatever happens next)."""
+    it, so that it is stopped whatever happens next); `settings` (--server-env) go last."""
     home = var / key
     home.mkdir()
     env = {
@@ -305,6 +310,7 @@ def start_taskdeck(key: str, var: Path, running: list[Server]) -> Server:
         fresh_db(db)
         env.update(DATABASE_URL=f"{PG_BASE}/{db}", REDIS_URL=REDIS)
         ports.append(free_port())
+    env.update(settings)
     manage = [sys.executable, str(ROOT / "manage.py")]
 
     def command(*args: str) -> str:
@@ -859,7 +865,20 @@ def parse_args():
     parser.add_argument(
         "--keep-db", action="store_true", help="leave the bench databases (and SQLite file)"
     )
+    parser.add_argument(
+        "--server-env", action="append", default=[], metavar="KEY=VALUE",
+        help="a setting for the Taskdeck servers (repeatable); they get nothing else from "
+        "this shell's DJANGO_*/TASKDECK_* variables",
+    )  # fmt: skip
     args = parser.parse_args()
+    args.settings = {}
+    for item in args.server_env:
+        name, eq, value = item.partition("=")
+        if not eq or not re.fullmatch(r"[A-Z_][A-Z0-9_]*", name):
+            parser.error(f"--server-env wants KEY=VALUE with an upper-case KEY, not {item!r}")
+        if name in ("DATABASE_URL", "REDIS_URL", "TASKDECK_VAR_DIR", "DJANGO_SETTINGS_MODULE"):
+            parser.error(f"--server-env {name}: the bench chooses it for each server")
+        args.settings[name] = value
     args.op_list = [o.strip() for o in args.ops.split(",") if o.strip()]
     wanted = set()
     bad = [o for o in args.op_list if o not in OPS]
@@ -909,7 +928,7 @@ def main() -> int:
             if key.startswith("sdk"):
                 server = start_sdk(key, var, running)
             else:
-                server = start_taskdeck(key, var, running)
+                server = start_taskdeck(key, var, running, args.settings)
             if server.db:
                 made_dbs.add(server.db)
             asyncio.run(setup(server, args.connections))
