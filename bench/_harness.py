@@ -10,6 +10,8 @@ wake-ups in the temporary directory's wake/ (a2a/localwake.py).
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -124,6 +126,29 @@ def wait_for_port(port: int, proc: subprocess.Popen, what: str, timeout: float =
         except OSError:
             time.sleep(0.1)
     raise RuntimeError(f"{what} did not listen on port {port} within {timeout:.0f} s")
+
+
+def connections_by_process(port: int, expected: int, timeout: float = 10.0) -> list[int]:
+    """How many established connections to `port` each server process holds (largest
+    first), once `expected` are up (or `timeout` passed): read with `ss -tnp`. The web
+    processes of `manage.py serve --web 2` share one listening socket, and a client that
+    opens its connections at once (wrk) may find them all on one process, which then runs
+    every call while the other idles: a run's figures depend on that split, so the benches
+    that load a served port print it. Empty when `ss` is not installed."""
+    if not shutil.which("ss"):
+        return []
+    deadline = time.monotonic() + timeout
+    while True:
+        out = subprocess.run(
+            ["ss", "-tnpH", "state", "established", f"( sport = :{port} )"],
+            capture_output=True, text=True,
+        ).stdout  # fmt: skip
+        counts: dict[str, int] = {}
+        for pid in re.findall(r"pid=(\d+)", out):
+            counts[pid] = counts.get(pid, 0) + 1
+        if sum(counts.values()) >= expected or time.monotonic() > deadline:
+            return sorted(counts.values(), reverse=True)
+        time.sleep(0.05)
 
 
 def served(env: dict[str, str]) -> dict[str, str]:

@@ -73,6 +73,7 @@ from pathlib import Path
 from _harness import (
     ROOT,
     configure,
+    connections_by_process,
     free_port,
     percentiles,
     send_params,
@@ -408,6 +409,7 @@ def main() -> None:
         url = f"ws://127.0.0.1:{port}/ws/agui/"
         for n in [int(c) for c in args.clients.split(",")]:
             wrk = start_load(port, token, args.load, tempfile.gettempdir()) if args.load else None
+            split = connections_by_process(port, args.load) if wrk is not None else []
             # this process's own collections (it reads every socket) are not the server's
             # latency: what it holds so far is kept out of them (a collection walking it
             # took 30-95 ms here, and delayed every socket's reading at once), and no
@@ -423,6 +425,8 @@ def main() -> None:
             finally:
                 gc.enable()
                 beside = f"; {stop_load(wrk)}" if wrk is not None else ""
+                if len(split) > 1 or (split and args.web > 1):
+                    beside += f" (its connections by web process: {', '.join(map(str, split))})"
             print(
                 f"fan-out, {n:>5} clients: commit -> STATE_DELTA received  "
                 f"{percentiles(run.latencies)}"

@@ -29,7 +29,10 @@ one being measured), each started, measured on every operation and stopped by th
 - taskdeck-sqlite: as `make run` starts it: `manage.py serve --port P --web 2 --workers 2`
   (two Daphnes sharing the port, two run_workers woken by the doorbell, polling every 1 s
   as a fallback, the scheduler), SQLite in a temporary directory, the in-memory channel
-  layer and its local wake-ups (a2a/localwake.py).
+  layer and its local wake-ups (a2a/localwake.py). Its two web processes share the port
+  and the kernel hands each of wrk's connections to whichever accepts first, so each run
+  prints how they were split ("connections by web process 9/7"): at 16/0 one interpreter
+  runs every call while the other idles, and the run measures that.
 - taskdeck-pg: as `make scale-out`: `manage.py serve --port P1,P2 --workers 2` with
   DATABASE_URL on a fresh database `taskdeck_bench` and REDIS_URL redis db 5.
 The servers start with an environment cleaned of every DJANGO_*, TASKDECK_*, DATABASE_URL
@@ -120,6 +123,7 @@ from _harness import (
     REDIS,
     ROOT,
     clean_env,
+    connections_by_process,
     drop_db,
     free_port,
     fresh_db,
@@ -486,6 +490,7 @@ class Run:
     lag_max: float | None = None  # seconds; Taskdeck's projection (LagSampler)
     lag_last: float | None = None
     due_max: int = 0
+    split: list[int] = field(default_factory=list)  # wrk's connections by web process
 
     @property
     def errors(self) -> int:
@@ -731,9 +736,17 @@ def measure(server: Server, op: str, args, var: Path) -> Run:
     sampler = LagSampler(server) if server.taskdeck else None
     if sampler:
         sampler.start()
+    split: list[int] = []
+    if server.key == "taskdeck-sqlite":  # two web processes share its one port
+        counter = threading.Thread(
+            target=lambda: split.extend(connections_by_process(server.ports[0], args.connections)),
+            daemon=True,
+        )
+        counter.start()
     try:
         command = wrk_command(server, script, args.connections, args.seconds)
         run, run.wrk_cpu = run_wrk(command, wrk_log)
+        run.split = split
         run.drain = server.drain()
     finally:
         if sampler:  # stopped before the CPU is read: its backends are not the server's
@@ -947,7 +960,12 @@ def main() -> int:
                 print(
                     f"  {server.label:<18} {op:<13} {run.rate:8.1f} calls/s ok, {run.errors} "
                     f"errors; wrk: {run.wrk_rps:.1f} req/s, p50 {run.p50:.1f} ms, "
-                    f"p99 {run.p99:.1f} ms; server CPU {run.server_cpu:.1f} s",
+                    f"p99 {run.p99:.1f} ms; server CPU {run.server_cpu:.1f} s"
+                    + (
+                        f"; connections by web process {'/'.join(map(str, run.split))}"
+                        if run.split
+                        else ""
+                    ),
                     flush=True,
                 )
                 if run.sample:
