@@ -206,7 +206,7 @@ class Taskdeck(Section):
     )
     # dashboard/call_threads.py: the web process's threads for the A2A calls' work, and
     # how far below the process's CPU priority they run (lowered, the live view's threads
-    # come first under load, at a cost in CPU per call: docs/production.md)
+    # come first under load, at a cost in the writes' throughput: docs/production.md)
     call_threads = Whole(
         "TASKDECK_CALL_THREADS",
         _call_threads,
@@ -217,6 +217,14 @@ class Taskdeck(Section):
         "TASKDECK_CALL_NICE",
         0,
         "how many nice steps below its web process those threads run (0: at its priority)",
+        at_least=0,
+    )
+    # dashboard/keepalive_limit.py: a client's connection is closed at its first answer
+    # after this long, so the web processes sharing a port re-share long-lived clients
+    http_keepalive_seconds = Number(
+        "TASKDECK_HTTP_KEEPALIVE_SECONDS",
+        5,
+        "a client's HTTP connection is closed at its first answer after this long (0: never)",
         at_least=0,
     )
     stream_poll_seconds = Number(

@@ -36,6 +36,7 @@ from dashboard import (  # noqa: E402
     body_limit,
     call_threads,
     fair_accept,
+    keepalive_limit,
     reason_phrase,
     websocket_limits,
 )
@@ -45,6 +46,7 @@ body_limit.install()  # Daphne reads whole bodies before the app runs: limit the
 websocket_limits.install()  # Daphne buffers for a socket that does not read: bound it
 reason_phrase.install()  # Daphne writes a refusal's words on the status line
 fair_accept.install()  # the web processes share a burst of new connections
+keepalive_limit.install()  # …and re-share clients that keep their connections open
 call_threads.install(daphne.server.twisted_loop)  # the calls' work below the live view's
 protocol_app = ProtocolHandler()
 acp_socket = AcpSocket()
