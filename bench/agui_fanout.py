@@ -425,7 +425,7 @@ def main() -> None:
             finally:
                 gc.enable()
                 beside = f"; {stop_load(wrk)}" if wrk is not None else ""
-                if len(split) > 1 or (split and args.web > 1):
+                if split and args.web > 1:
                     beside += f" (its connections by web process: {', '.join(map(str, split))})"
             print(
                 f"fan-out, {n:>5} clients: commit -> STATE_DELTA received  "

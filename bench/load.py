@@ -737,6 +737,7 @@ def measure(server: Server, op: str, args, var: Path) -> Run:
     if sampler:
         sampler.start()
     split: list[int] = []
+    counter = None
     if server.key == "taskdeck-sqlite":  # two web processes share its one port
         counter = threading.Thread(
             target=lambda: split.extend(connections_by_process(server.ports[0], args.connections)),
@@ -746,6 +747,8 @@ def measure(server: Server, op: str, args, var: Path) -> Run:
     try:
         command = wrk_command(server, script, args.connections, args.seconds)
         run, run.wrk_cpu = run_wrk(command, wrk_log)
+        if counter is not None:
+            counter.join()  # it reads once wrk's connections are up (within 10 s)
         run.split = split
         run.drain = server.drain()
     finally:

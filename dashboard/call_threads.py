@@ -7,13 +7,13 @@ default Daphne's ASGI_THREADS, else Python's min(32, cores + 4)), each TASKDECK_
 nice steps below the process (0 by default: at its priority).
 
 Lowered, they let the kernel run the process's event loop, the log's reader and the
-projector first whenever those are ready, and the calls with what is left. On SQLite,
-with sixteen blocking sends in flight on two cores, two call threads five steps below
-took commit -> STATE_DELTA at p99 from 69-77 ms to 31-55 ms (bench/agui_fanout.py --load
-16 --web 2); but the writes then lost a sixth to over a quarter of their throughput on
-SQLite, and a fifth to almost half on PostgreSQL (bench/load.py). So it is the
-operator's choice, not the default: a board watched under a saturating load, against the
-most calls a core can serve. Figures: docs/production.md, "Calls below the live view".
+projector first whenever those are ready, and the calls with what is left. With sixteen
+blocking sends in flight on two cores (bench/agui_fanout.py --load 16 --web 2), two call
+threads five steps below took commit -> STATE_DELTA at p99 from 91-115 ms to 67-85 ms on
+SQLite and from 212 to 82 ms on PostgreSQL; but the writes then completed a sixth to
+almost half fewer calls (bench/load.py). So it is the operator's choice, not the default: a board
+watched under a saturating load, against the most calls a core can serve. Figures:
+docs/production.md, "Calls below the live view" and "The fan-out under a real load".
 
 A thread starts at its creator's priority, and a lowered thread cannot raise its own
 back: the threads the live view runs on are started here, from the process's main

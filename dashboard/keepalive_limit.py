@@ -19,7 +19,9 @@ process takes it is decided again, the less busy one being likelier to be first
 blocking sends on one connection took half a minute under that load, longer than the
 imbalance is worth bearing. Cost: one new TCP connection per connection every 5 s of use.
 The answer that ends a connection says so (`Connection: close`) and is sent whole first,
-as HTTP/1.1 requires; client libraries reconnect on it. WebSocket upgrades are left alone.
+as HTTP/1.1 requires; client libraries reconnect on it. A WebSocket upgrade needs no
+exception: Daphne hands the connection to the socket, which answers the handshake itself,
+so a `close` decided here is never sent (tests/test_keepalive_limit.py checks it).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ def install() -> None:
 
     def limited(self, request, version) -> bool:
         keep = check(self, request, version)
-        if not keep or not limit or request.requestHeaders.hasHeader(b"upgrade"):
+        if not keep or not limit:
             return keep
         now = time.monotonic()
         opened = self.__dict__.setdefault("taskdeck_opened", now)  # at its first request

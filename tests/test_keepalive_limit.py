@@ -47,3 +47,22 @@ def test_a_connection_open_past_the_limit_is_closed_after_its_next_answer(served
         assert sock.recv(1) == b""  # then the server closed it
     with socket.create_connection(served, timeout=30) as sock:
         assert answer(sock).getheader("Connection") is None  # the next one is served anew
+
+
+def test_a_websocket_upgrade_on_an_old_connection_is_not_closed(served, api_key):
+    """The limit has no case for upgrades: the socket answers its own handshake."""
+    with socket.create_connection(served, timeout=30) as sock:
+        assert answer(sock).getheader("Connection") is None  # the connection's first answer
+        time.sleep(LIMIT)  # the connection ages past the limit (a clock, not a wait for work)
+        sock.sendall(
+            b"GET /ws/agui/ HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+            b"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+            b"Sec-WebSocket-Version: 13\r\nOrigin: http://127.0.0.1\r\n"
+            b"Authorization: Bearer " + api_key.encode() + b"\r\n\r\n"
+        )
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += sock.recv(4096)
+        assert head.startswith(b"HTTP/1.1 101"), head[:200]
+        frames = head.partition(b"\r\n\r\n")[2] or sock.recv(4096)
+        assert frames[:1] == b"\x81"  # and the socket is served: its first text frame
